@@ -1,0 +1,25 @@
+"""graphexec: MXNet's symbolic graph executor as a plugin framework with swappable subgraph
+backends.
+
+>>> import graphexec as gx, numpy as np
+>>> a, b = gx.sym.Variable('a'), gx.sym.Variable('b')
+>>> exe = (2 * a + b).bind(gx.cpu(), {'a': np.array([1, 2], 'f4'), 'b': np.array([2, 3], 'f4')})
+>>> exe.forward()[0]
+array([4., 7.], dtype=float32)
+"""
+from .core import model, name, random, sym
+from .core.context import Context, cpu, current_context, gpu
+from .core.errors import *  # noqa: F401,F403 - the exception hierarchy is public
+from .core.errors import GraphexecError, MXNetError
+from .core.executor import Executor
+from .core.hookspecs import hookimpl
+from .core.naming import AttrScope
+
+symbol = sym
+attribute = name
+
+__version__ = "0.1.0"
+
+__all__ = ["sym", "symbol", "model", "name", "random", "Context", "cpu", "gpu",
+           "current_context", "Executor", "GraphexecError", "MXNetError", "AttrScope",
+           "hookimpl", "attribute"]

@@ -1,0 +1,1 @@
+"""Backends: native kernels (default), ONNX Runtime regions (onnxrt), fused kernels (fused)."""

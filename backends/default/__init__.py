@@ -1,0 +1,15 @@
+"""The default backend: native kernels (numpy on the host, CuPy on GPUs through the same code),
+registered as an ordinary plugin (listed in plugins.toml)."""
+from __future__ import annotations
+
+from graphexec.core.hookspecs import hookimpl
+
+__all__ = ["graphexec_register_kernels"]
+
+
+@hookimpl
+def graphexec_register_kernels(registry) -> None:
+    """Register every native kernel for device ``any``."""
+    from .kernels import load_all
+    for op_name, factory in load_all().items():
+        registry.register(op_name, factory, device="any", owner="default")

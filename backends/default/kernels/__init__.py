@@ -1,0 +1,17 @@
+"""Native kernels, one module per operator family; importing a module fills ``KERNELS``."""
+from __future__ import annotations
+
+import importlib
+
+from .base import KERNELS
+
+__all__ = ["load_all", "FAMILIES"]
+
+FAMILIES = ("elemwise", "nn", "tensor", "reduce", "indexing", "loss")
+
+
+def load_all() -> dict:
+    """Import every family module and return op name -> kernel factory."""
+    for family in FAMILIES:
+        importlib.import_module(f"{__name__}.{family}")
+    return dict(KERNELS)

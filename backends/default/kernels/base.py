@@ -1,0 +1,39 @@
+"""Shared pieces of the native kernels: the ``kernel`` decorator that fills the table the
+default backend registers, and helpers for array-module-generic code (numpy or CuPy)."""
+from __future__ import annotations
+
+from typing import Callable
+
+from graphexec.core.kernels import KernelCall, KernelFactory, KernelFn
+
+__all__ = ["KERNELS", "kernel", "special", "KernelCall", "KernelFn", "is_float", "cast_scalar"]
+
+#: op name -> factory, filled by the kernel modules at import.
+KERNELS: dict[str, KernelFactory] = {}
+
+
+def kernel(*op_names: str) -> Callable[[KernelFactory], KernelFactory]:
+    """Register the decorated factory for each of ``op_names``."""
+    def deco(factory: KernelFactory) -> KernelFactory:
+        for name in op_names:
+            KERNELS[name] = factory
+        return factory
+    return deco
+
+
+def special(xp):
+    """scipy.special on the host, cupyx.scipy.special on a GPU (erf, erfinv, gamma...)."""
+    if xp.__name__ == "numpy":
+        import scipy.special
+        return scipy.special
+    import cupyx.scipy.special
+    return cupyx.scipy.special
+
+
+def is_float(arr) -> bool:
+    return arr.dtype.kind == "f"
+
+
+def cast_scalar(value: float, arr):
+    """A Python scalar as ``arr``'s dtype (MXNet casts scalar operands to the data type)."""
+    return arr.dtype.type(value)

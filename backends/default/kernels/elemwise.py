@@ -1,0 +1,238 @@
+"""Native kernels of the elementwise family (unary math, binary, scalar, broadcast, where,
+add_n, Cast, clip). Written against ``call.xp`` so numpy and CuPy share the code."""
+from __future__ import annotations
+
+from functools import partial
+
+from graphexec.core.ops.elemwise import BINARY, BROADCAST, SCALAR, base_name
+
+from .base import cast_scalar, kernel, special
+
+# unary ops that are a single ufunc of the array module
+_UFUNC = {name: name for name in (
+    "abs", "sign", "negative", "reciprocal", "square", "sqrt", "cbrt", "exp", "expm1", "log",
+    "log10", "log2", "log1p", "sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh",
+    "cosh", "tanh", "arcsinh", "arccosh", "arctanh", "degrees", "radians", "floor", "ceil",
+    "rint", "trunc")}
+_UFUNC["fix"] = "trunc"
+_SPECIAL = {"erf": "erf", "erfinv": "erfinv", "gamma": "gamma", "gammaln": "gammaln"}
+
+
+def _unary_ufunc(name):
+    def factory(call):
+        return partial(getattr(call.xp, name), call.inputs[0], out=call.outputs[0])
+    return factory
+
+
+def _special_ufunc(name):
+    def factory(call):
+        return partial(getattr(special(call.xp), name), call.inputs[0], out=call.outputs[0])
+    return factory
+
+
+for _op, _fn in _UFUNC.items():
+    kernel(_op)(_unary_ufunc(_fn))
+for _op, _fn in _SPECIAL.items():
+    kernel(_op)(_special_ufunc(_fn))
+
+
+@kernel("round")
+def round_half_away(call):
+    """MXNet rounds halves away from zero (numpy's rint rounds them to even)."""
+    xp, x, y = call.xp, call.inputs[0], call.outputs[0]
+
+    def run():
+        xp.abs(x, out=y)
+        xp.add(y, 0.5, out=y)
+        xp.floor(y, out=y)
+        xp.copysign(y, x, out=y)
+    return run
+
+
+@kernel("rsqrt")
+def rsqrt(call):
+    xp, x, y = call.xp, call.inputs[0], call.outputs[0]
+
+    def run():
+        xp.sqrt(x, out=y)
+        xp.reciprocal(y, out=y)
+    return run
+
+
+@kernel("rcbrt")
+def rcbrt(call):
+    xp, x, y = call.xp, call.inputs[0], call.outputs[0]
+
+    def run():
+        xp.cbrt(x, out=y)
+        xp.reciprocal(y, out=y)
+    return run
+
+
+@kernel("relu")
+def relu(call):
+    return partial(call.xp.maximum, call.inputs[0], 0, out=call.outputs[0])
+
+
+@kernel("sigmoid")
+def sigmoid(call):
+    xp, x, y = call.xp, call.inputs[0], call.outputs[0]
+
+    def run():
+        xp.negative(x, out=y)
+        xp.exp(y, out=y)
+        xp.add(y, 1, out=y)
+        xp.reciprocal(y, out=y)
+    return run
+
+
+@kernel("softsign")
+def softsign(call):
+    xp, x, y = call.xp, call.inputs[0], call.outputs[0]
+
+    def run():
+        xp.abs(x, out=y)
+        xp.add(y, 1, out=y)
+        xp.divide(x, y, out=y)
+    return run
+
+
+@kernel("hard_sigmoid")
+def hard_sigmoid(call):
+    xp, x, y, p = call.xp, call.inputs[0], call.outputs[0], call.params
+    alpha, beta = cast_scalar(p.alpha, y), cast_scalar(p.beta, y)
+
+    def run():
+        xp.multiply(x, alpha, out=y)
+        xp.add(y, beta, out=y)
+        xp.clip(y, 0, 1, out=y)
+    return run
+
+
+@kernel("logical_not")
+def logical_not(call):
+    return partial(call.xp.equal, call.inputs[0], 0, out=call.outputs[0])
+
+
+@kernel("_copy", "BlockGrad")
+def copy(call):
+    return partial(call.xp.copyto, call.outputs[0], call.inputs[0])
+
+
+@kernel("zeros_like")
+def zeros_like(call):
+    return partial(call.outputs[0].fill, 0)
+
+
+@kernel("ones_like")
+def ones_like(call):
+    return partial(call.outputs[0].fill, 1)
+
+
+@kernel("clip")
+def clip(call):
+    y = call.outputs[0]
+    lo, hi = cast_scalar(call.params.a_min, y), cast_scalar(call.params.a_max, y)
+    return partial(call.xp.clip, call.inputs[0], lo, hi, out=y)
+
+
+@kernel("Cast")
+def cast(call):
+    return partial(call.xp.copyto, call.outputs[0], call.inputs[0], casting="unsafe")
+
+
+# -- binary arithmetic (elemwise_*, broadcast_*, _*_scalar share one table) ---------------
+_ARITH = {"add": "add", "sub": "subtract", "mul": "multiply", "power": "power",
+          "maximum": "maximum", "minimum": "minimum", "hypot": "hypot", "equal": "equal",
+          "not_equal": "not_equal", "greater": "greater", "greater_equal": "greater_equal",
+          "lesser": "less", "lesser_equal": "less_equal", "logical_and": "logical_and",
+          "logical_or": "logical_or", "logical_xor": "logical_xor"}
+
+
+def _binary_fn(xp, base: str, dtype):
+    """``fn(a, b, out)`` computing ``base`` with MXNet's semantics for ``dtype``."""
+    if base == "div":
+        if dtype.kind == "f":
+            return partial(xp.divide)
+        return partial(xp.divide, casting="unsafe")  # C integer division truncates
+    if base == "mod":
+        return partial(_mxnet_mod, xp)
+    return getattr(xp, _ARITH[base])
+
+
+def _mxnet_mod(xp, a, b, out):
+    """Python-style modulo (sign of the divisor) with x % 0 == 0, as mshadow's mod."""
+    with _quiet(xp):
+        xp.remainder(a, b, out=out, casting="unsafe")
+    if xp.__name__ == "numpy":
+        out[...] = xp.where(xp.broadcast_to(b, out.shape) == 0, 0, out)
+    else:
+        xp.copyto(out, xp.where(xp.broadcast_to(b, out.shape) == 0, 0, out))
+
+
+class _quiet:
+    def __init__(self, xp):
+        self.np = xp.__name__ == "numpy"
+
+    def __enter__(self):
+        if self.np:
+            import numpy
+            self.state = numpy.seterr(divide="ignore", invalid="ignore")
+
+    def __exit__(self, *exc):
+        if self.np:
+            import numpy
+            numpy.seterr(**self.state)
+
+
+def _binary_factory(call):
+    base = base_name(call.op_name)
+    fn = _binary_fn(call.xp, base, call.outputs[0].dtype)
+    return partial(fn, call.inputs[0], call.inputs[1], out=call.outputs[0])
+
+
+for _name in (*BINARY, *BROADCAST):
+    kernel(_name)(_binary_factory)
+
+
+_REVERSED = {"_rminus_scalar": "sub", "_rdiv_scalar": "div", "_rmod_scalar": "mod",
+             "_rpower_scalar": "power"}
+
+
+def _scalar_factory(call):
+    name, x, y = call.op_name, call.inputs[0], call.outputs[0]
+    s = cast_scalar(call.params.scalar, y)
+    if name in _REVERSED:
+        return partial(_binary_fn(call.xp, _REVERSED[name], y.dtype), s, x, out=y)
+    return partial(_binary_fn(call.xp, base_name(name), y.dtype), x, s, out=y)
+
+
+for _name in SCALAR:
+    kernel(_name)(_scalar_factory)
+
+
+@kernel("where")
+def where(call):
+    xp = call.xp
+    cond, x, y = call.inputs
+    out = call.outputs[0]
+    if cond.ndim != x.ndim:  # a (n,) condition selects whole rows
+        cond = cond.reshape(cond.shape + (1,) * (x.ndim - 1))
+
+    def run():
+        xp.copyto(out, xp.where(cond != 0, x, y))
+    return run
+
+
+@kernel("add_n")
+def add_n(call):
+    xp, ins, out = call.xp, call.inputs, call.outputs[0]
+    if len(ins) == 1:
+        return partial(xp.copyto, out, ins[0])
+    rest = ins[2:]
+
+    def run():
+        xp.add(ins[0], ins[1], out=out)
+        for a in rest:
+            xp.add(out, a, out=out)
+    return run

@@ -1,0 +1,1 @@
+"""graphexec core: graph IR, symbols, operator declarations, passes, executor, plugins."""

@@ -1,0 +1,181 @@
+"""``Symbol.bind`` and ``Symbol.simple_bind``: check and gather the user's arrays, infer shapes
+and dtypes, and build an :class:`~graphexec.core.executor.Executor`."""
+from __future__ import annotations
+
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from .context import Context
+from .errors import BindError, ContextError, UndecidedShapeError
+from .graph import Graph, IndexedGraph
+from .inference import dtype_seeds, shape_seeds
+from .ops.common import known
+from .passes.manager import apply_passes
+from .symbol import Symbol, check_unique_names
+
+__all__ = ["bind", "simple_bind", "normalize_grad_req", "GRAD_REQS"]
+
+GRAD_REQS = ("write", "add", "null", "inplace")
+
+
+def _array_module_of(arr: Any) -> str:
+    mod = type(arr).__module__.split(".")[0]
+    return "numpy" if isinstance(arr, np.ndarray) else mod
+
+
+def _check_array(arr: Any, what: str, ctx: Context) -> Any:
+    if arr is None:
+        raise BindError(f"{what} is None; an array is required")
+    mod = _array_module_of(arr)
+    if mod not in ("numpy", "cupy"):
+        raise BindError(f"{what} must be a numpy.ndarray (cupy.ndarray on a gpu context), got "
+                        f"{type(arr).__name__}")
+    want = "cupy" if ctx.is_gpu else "numpy"
+    if mod != want:
+        raise ContextError(f"{what} lives on {'gpu' if mod == 'cupy' else 'cpu'} but the executor "
+                           f"is bound to {ctx}: all arrays must be in the bind context (use "
+                           f"group2ctx to place groups on other devices)")
+    return arr
+
+
+def _gather(names: list[str], given: Any, what: str, ctx: Context, allow_missing: bool
+            ) -> list[Any]:
+    """Arrays in ``names`` order from a list or a dict (extra dict keys are ignored, as MXNet)."""
+    if given is None:
+        given = {} if allow_missing or not names else None
+        if given is None:
+            raise BindError(f"{what} is required: the symbol has {names}")
+    if isinstance(given, Mapping):
+        out = []
+        for n in names:
+            if n not in given or given[n] is None:
+                if allow_missing:
+                    out.append(None)
+                    continue
+                raise BindError(f"key `{n}` is missing in `{what}`")
+            out.append(_check_array(given[n], f"{what}[{n!r}]", ctx))
+        return out
+    if isinstance(given, (list, tuple)):
+        if len(given) != len(names):
+            raise BindError(f"Length of {what} does not match the number of arguments: "
+                            f"got {len(given)}, the symbol has {len(names)} ({names})")
+        return [None if (a is None and allow_missing) else _check_array(a, f"{what}[{i}]", ctx)
+                for i, a in enumerate(given)]
+    raise BindError(f"{what} must be a list or a dict of arrays, got {type(given).__name__}")
+
+
+def normalize_grad_req(grad_req: Any, names: list[str]) -> dict[str, str]:
+    """grad_req given as a string, a list (one per argument) or a dict (missing -> 'null')."""
+    if isinstance(grad_req, str):
+        reqs = {n: grad_req for n in names}
+    elif isinstance(grad_req, (list, tuple)):
+        if len(grad_req) != len(names):
+            raise BindError(f"grad_req list has {len(grad_req)} entries for {len(names)} "
+                            f"arguments ({names})")
+        reqs = dict(zip(names, grad_req))
+    elif isinstance(grad_req, Mapping):
+        unknown = [k for k in grad_req if k not in names]
+        if unknown:
+            raise BindError(f"grad_req names {unknown}, which are not arguments ({names})")
+        reqs = {n: grad_req.get(n, "null") for n in names}
+    else:
+        raise BindError(f"grad_req must be a string, list or dict, got {type(grad_req).__name__}")
+    for n, r in reqs.items():
+        if r not in GRAD_REQS:
+            raise BindError(f"grad_req for {n!r} is {r!r}; expected one of {GRAD_REQS}")
+    return {n: ("write" if r == "inplace" else r) for n, r in reqs.items()}
+
+
+def _aux_names(ig: IndexedGraph) -> list[str]:
+    return [ig.nodes[i].name for i in ig.input_nodes if i in ig.mutable_input_nodes]
+
+
+def bind(sym: Symbol, ctx: Context, args: Any, args_grad: Any = None, grad_req: Any = "write",
+         aux_states: Any = None, group2ctx: Any = None, shared_exec: Any = None, **kwargs: Any):
+    """Bind user arrays (list in list_arguments order, or dict by name) to ``sym``."""
+    from .executor import Executor
+    ctx = Context(ctx) if not isinstance(ctx, Context) else ctx
+    ig = IndexedGraph(sym.outputs)
+    arg_names = [ig.nodes[i].name for i in ig.arg_nodes]
+    aux_names = _aux_names(ig)
+    check_unique_names("argument", arg_names)
+    arg_arrays = _gather(arg_names, args, "args", ctx, allow_missing=False)
+    aux_arrays = _gather(aux_names, aux_states, "aux_states", ctx, allow_missing=False)
+    grad_arrays = _gather(arg_names, args_grad, "args_grad", ctx, allow_missing=True)
+    reqs = normalize_grad_req(grad_req, arg_names)
+    for i, n in enumerate(arg_names):
+        if grad_arrays[i] is None:
+            reqs[n] = "null"
+        elif grad_arrays[i].shape != arg_arrays[i].shape:
+            raise BindError(f"args_grad[{n!r}] has shape {grad_arrays[i].shape} but the argument "
+                            f"has shape {arg_arrays[i].shape}")
+    given = dict(zip(ig.arg_nodes, arg_arrays))
+    given.update(zip([i for i in ig.input_nodes if i in ig.mutable_input_nodes], aux_arrays))
+    graph = _infer(sym, ig, {k: a.shape for k, a in given.items()},
+                   {k: a.dtype for k, a in given.items()}, exact=True)
+    return Executor(sym, ctx, graph, arg_arrays, grad_arrays, aux_arrays, reqs, group2ctx)
+
+
+def _infer(sym: Symbol, ig: IndexedGraph, shapes: dict, dtypes: dict, exact: bool) -> Graph:
+    g = Graph(sym.outputs, {"shape_inputs": shape_seeds(ig, shapes, unknown_zero=not exact),
+                            "dtype_inputs": dtype_seeds(ig, dtypes)}, ig)
+    return apply_passes(g, ["infer_shape", "infer_type"])
+
+
+def _undecided_error(ig: IndexedGraph, g: Graph, given: dict[str, tuple]) -> None:
+    shapes, dtypes, rp = g.attrs["shape"], g.attrs["dtype"], ig.row_ptr
+    bad_s = [i for i in ig.input_nodes if not known(shapes[rp[i]])]
+    bad_t = [i for i in ig.input_nodes if dtypes[rp[i]] is None]
+    if not bad_s and not bad_t:
+        return
+    listing = "".join(f"{n}: {tuple(s)}\n" for n, s in given.items())
+    if bad_s:
+        detail = "".join(f"{ig.nodes[i].name}: {_legacy(shapes[rp[i]])}, " for i in bad_s)
+        raise UndecidedShapeError(
+            f"simple_bind error. Arguments:\n{listing}InferShape pass cannot decide shapes for "
+            f"the following arguments (-1 means unknown dimensions). Please consider providing "
+            f"them as inputs:\n{detail}")
+    detail = "".join(f"{ig.nodes[i].name}, " for i in bad_t)
+    raise UndecidedShapeError(f"simple_bind error. Arguments:\n{listing}InferType pass cannot "
+                              f"decide dtypes for the following arguments: {detail}; give them "
+                              f"in type_dict")
+
+
+def _legacy(s: tuple | None) -> str:
+    return "None" if s is None else str(tuple(s))
+
+
+def simple_bind(sym: Symbol, ctx: Context, grad_req: Any = "write",
+                type_dict: Mapping[str, Any] | None = None, group2ctx: Any = None,
+                shared_arg_names: Sequence[str] | None = None, shared_exec: Any = None,
+                shared_buffer: dict | None = None, **shapes: Any):
+    """Infer every shape and dtype from ``shapes`` (and ``type_dict``; float32 by default),
+    allocate zero-filled arguments, gradients and auxiliary states, and bind them."""
+    from .executor import Executor
+    ctx = Context(ctx) if not isinstance(ctx, Context) else ctx
+    xp = ctx.xp
+    ig = IndexedGraph(sym.outputs)
+    arg_names = [ig.nodes[i].name for i in ig.arg_nodes]
+    check_unique_names("argument", arg_names)
+    by_name = {ig.nodes[i].name: i for i in ig.input_nodes}
+    for n in list(shapes) + list(type_dict or {}):
+        if n not in by_name:
+            raise BindError(f"simple_bind: {n!r} is not an input of the symbol; inputs are "
+                            f"{list(by_name)}")
+    if type_dict is None:
+        type_dict = {n: "float32" for n in arg_names
+                     if "__dtype__" not in ig.nodes[by_name[n]].attrs}
+    g = _infer(sym, ig, {by_name[n]: s for n, s in shapes.items()},
+               {by_name[n]: t for n, t in type_dict.items()}, exact=False)
+    _undecided_error(ig, g, shapes)
+    reqs = normalize_grad_req(grad_req, arg_names)
+    sh, dt, rp = g.attrs["shape"], g.attrs["dtype"], ig.row_ptr
+
+    def zeros(nid):
+        return xp.zeros(sh[rp[nid]], dtype=dt[rp[nid]])
+    arg_arrays = [zeros(i) for i in ig.arg_nodes]
+    grad_arrays = [zeros(i) if reqs[n] != "null" else None
+                   for i, n in zip(ig.arg_nodes, arg_names)]
+    aux_arrays = [zeros(i) for i in ig.input_nodes if i in ig.mutable_input_nodes]
+    return Executor(sym, ctx, g, arg_arrays, grad_arrays, aux_arrays, reqs, group2ctx)

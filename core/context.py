@@ -1,0 +1,72 @@
+"""Device contexts: ``gx.cpu(i)`` and ``gx.gpu(i)``."""
+from __future__ import annotations
+
+from .errors import ContextError
+
+__all__ = ["Context", "cpu", "gpu", "current_context"]
+
+
+class Context:
+    """A device: ``device_type`` ('cpu' or 'gpu') and ``device_id``.
+
+    ``cpu(0)`` and ``cpu(1)`` are distinct contexts (both run on the host) so that
+    multi-context graphs can be built and tested without a GPU.
+    """
+
+    __slots__ = ("device_type", "device_id")
+    _default: "Context"
+
+    def __init__(self, device_type: str = "cpu", device_id: int = 0):
+        if isinstance(device_type, Context):
+            device_type, device_id = device_type.device_type, device_type.device_id
+        if device_type not in ("cpu", "gpu", "cpu_pinned"):
+            raise ContextError(f"unknown device type {device_type!r}: expected 'cpu' or 'gpu'")
+        self.device_type = device_type
+        self.device_id = int(device_id)
+
+    def __eq__(self, other: object) -> bool:
+        return (isinstance(other, Context) and self.device_type == other.device_type
+                and self.device_id == other.device_id)
+
+    def __hash__(self) -> int:
+        return hash((self.device_type, self.device_id))
+
+    def __repr__(self) -> str:
+        return f"{self.device_type}({self.device_id})"
+
+    @property
+    def is_gpu(self) -> bool:
+        return self.device_type == "gpu"
+
+    @property
+    def xp(self):
+        """The array module arrays of this context use (numpy, or cupy on a GPU)."""
+        if not self.is_gpu:
+            import numpy
+            return numpy
+        try:
+            import cupy
+        except ImportError as exc:
+            raise ContextError(f"context {self!r} needs CuPy (pip install graphexec[gpu]): {exc}") from None
+        try:
+            count = cupy.cuda.runtime.getDeviceCount()
+        except Exception as exc:  # noqa: BLE001 - CUDA reports its own error types
+            raise ContextError(f"context {self!r}: no usable CUDA device ({exc})") from None
+        if self.device_id >= count:
+            raise ContextError(f"context {self!r}: only {count} GPU(s) present")
+        return cupy
+
+
+def cpu(device_id: int = 0) -> Context:
+    """The host CPU context."""
+    return Context("cpu", device_id)
+
+
+def gpu(device_id: int = 0) -> Context:
+    """A CUDA GPU context (arrays are CuPy arrays)."""
+    return Context("gpu", device_id)
+
+
+def current_context() -> Context:
+    """The default context, ``cpu(0)``."""
+    return cpu(0)

@@ -1,0 +1,154 @@
+"""The Executor: runs a bound graph with preallocated arrays, MXNet's Python API on top."""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from .context import Context
+from .errors import ArgumentShapeError, BindError, UnknownArgumentError
+from .graph import Graph
+from .plan import ExecPlan
+from .symbol import Symbol, check_unique_names
+
+__all__ = ["Executor", "bind", "simple_bind"]
+
+
+class Executor:
+    """A symbol bound to arrays on a context. Create with ``Symbol.bind`` / ``simple_bind``.
+
+    >>> exe = (2 * a + b).bind(gx.cpu(), {'a': np.array([1, 2], 'f4'),
+    ...                                   'b': np.array([2, 3], 'f4')})
+    >>> exe.forward()[0]
+    array([4., 7.], dtype=float32)
+    """
+
+    def __init__(self, symbol: Symbol, ctx: Context, graph: Graph, arg_arrays: list,
+                 grad_arrays: list, aux_arrays: list, grad_req: dict[str, str],
+                 group2ctx: Any = None):
+        self._symbol = symbol
+        self._ctx = ctx
+        self._grad_req = grad_req
+        self._group2ctx = group2ctx
+        self.arg_arrays = list(arg_arrays)
+        self.grad_arrays = list(grad_arrays)
+        self.aux_arrays = list(aux_arrays)
+        self._plan = ExecPlan(graph, ctx, self.arg_arrays, self.aux_arrays)
+        self.outputs = self._plan.outputs
+        self._arg_dict = self._grad_dict = self._aux_dict = self._output_dict = None
+        from .plugins import plugin_manager
+        plugin_manager().notify("graphexec_executor_bound", executor=self)
+
+    # -- running ---------------------------------------------------------------------------
+    def forward(self, is_train: bool = False, **kwargs: Any) -> list:
+        """Compute the outputs. Keyword arrays are copied into the arguments first.
+
+        Returns ``self.outputs``: arrays the next forward overwrites (copy what you keep)."""
+        if kwargs:
+            self._copy_inputs(kwargs)
+        self._plan.run(bool(is_train))
+        return self.outputs
+
+    def _copy_inputs(self, kwargs: dict[str, Any]) -> None:
+        arg_dict = self.arg_dict
+        for name, array in kwargs.items():
+            if name not in arg_dict:
+                raise UnknownArgumentError(f"Unknown argument {name}: forward() takes the "
+                                           f"symbol's arguments {list(arg_dict)}")
+            if not hasattr(array, "shape") or not hasattr(array, "dtype"):
+                raise ArgumentShapeError(f"forward argument {name!r}: only accept keyword "
+                                         f"argument of arrays (numpy.ndarray), got "
+                                         f"{type(array).__name__}")
+            target = arg_dict[name]
+            if target.shape != tuple(array.shape):
+                raise ArgumentShapeError(f"Shape not match! Argument {name}, need: "
+                                         f"{target.shape}, received: {tuple(array.shape)}")
+        for name, array in kwargs.items():
+            arg_dict[name][...] = array
+
+    def set_monitor_callback(self, callback: Callable[[str, Any], None],
+                             monitor_all: bool = False) -> None:
+        """Call ``callback(name, array)`` for every op output (``<node>_output``) as it is
+        computed; with ``monitor_all`` also for every input before the op runs."""
+        self._plan.set_monitor(callback, monitor_all)
+
+    # -- arrays by name ------------------------------------------------------------------------
+    @property
+    def arg_dict(self) -> dict[str, Any]:
+        """Argument name -> array."""
+        if self._arg_dict is None:
+            self._arg_dict = _named("argument", self._symbol.list_arguments(), self.arg_arrays)
+        return self._arg_dict
+
+    @property
+    def grad_dict(self) -> dict[str, Any]:
+        """Argument name -> gradient array (None where grad_req is null)."""
+        if self._grad_dict is None:
+            self._grad_dict = _named("argument", self._symbol.list_arguments(), self.grad_arrays)
+        return self._grad_dict
+
+    @property
+    def aux_dict(self) -> dict[str, Any]:
+        """Auxiliary state name -> array."""
+        if self._aux_dict is None:
+            self._aux_dict = _named("auxiliary state", self._symbol.list_auxiliary_states(),
+                                    self.aux_arrays)
+        return self._aux_dict
+
+    @property
+    def output_dict(self) -> dict[str, Any]:
+        """Output name -> array."""
+        if self._output_dict is None:
+            self._output_dict = _named("output", self._symbol.list_outputs(), self.outputs)
+        return self._output_dict
+
+    def copy_params_from(self, arg_params: dict[str, Any], aux_params: dict[str, Any] | None = None,
+                         allow_extra_params: bool = False) -> None:
+        """Copy parameter values into the executor's arrays (shapes must match)."""
+        for kind, params, target in (("argument", arg_params, self.arg_dict),
+                                     ("auxiliary state", aux_params or {}, self.aux_dict)):
+            for name, value in params.items():
+                if name not in target:
+                    if allow_extra_params:
+                        continue
+                    raise UnknownArgumentError(f'Find name "{name}" that is not in the '
+                                               f'{kind}s ({list(target)})')
+                dst = target[name]
+                if dst.shape != tuple(value.shape):
+                    raise ArgumentShapeError(f"copy_params_from: {kind} {name!r} has shape "
+                                             f"{dst.shape}, the value has {tuple(value.shape)}")
+                dst[...] = value
+
+    # -- introspection ---------------------------------------------------------------------
+    def debug_str(self) -> str:
+        """The executed graph in MXNet's layout, ending with the allocated memory."""
+        from .debug_str import graph_debug_str
+        return graph_debug_str(self._plan.graph.outputs, self._plan.allocated_bytes)
+
+    def get_optimized_symbol(self) -> Symbol:
+        """The symbol after the executor's graph passes."""
+        from .symbol import copy_graph
+        return Symbol(copy_graph(self._plan.graph.outputs))
+
+    @property
+    def symbol(self) -> Symbol:
+        return self._symbol
+
+    @property
+    def ctx(self) -> Context:
+        return self._ctx
+
+
+def _named(kind: str, names: list[str], arrays: list) -> dict[str, Any]:
+    check_unique_names(kind, names)
+    return dict(zip(names, arrays))
+
+
+def bind(*args: Any, **kwargs: Any) -> Executor:
+    from .bind import bind as _bind
+    return _bind(*args, **kwargs)
+
+
+def simple_bind(*args: Any, **kwargs: Any) -> Executor:
+    from .bind import simple_bind as _simple_bind
+    return _simple_bind(*args, **kwargs)

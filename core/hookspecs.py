@@ -1,0 +1,49 @@
+"""Hook specifications of graphexec plugins (pluggy project name ``graphexec``).
+
+Every hook is an empty function whose docstring is its contract. Built-in features are
+ordinary plugins listed in ``plugins.toml``; third-party packages register through the
+entry-point group ``graphexec.plugins``. Implement hooks with ``@graphexec.hookimpl``.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import pluggy
+
+hookspec = pluggy.HookspecMarker("graphexec")
+hookimpl = pluggy.HookimplMarker("graphexec")
+
+__all__ = ["hookspec", "hookimpl"]
+
+
+@hookspec
+def graphexec_register_ops(register: Callable[[Any], Any]) -> None:
+    """Declare operators: call ``register(OpDef(...))`` once per operator.
+
+    Called once, when the operator registry is first used. A plugin may replace a built-in
+    declaration by registering the same name. Not ``firstresult``: every plugin is called.
+    """
+
+
+@hookspec
+def graphexec_register_kernels(registry: Any) -> None:
+    """Register kernel factories: ``registry.register(op_name, factory, device="any")``.
+
+    ``registry`` is the process-wide :class:`graphexec.core.kernels.KernelRegistry`; a factory
+    takes a ``KernelCall`` and returns a zero-argument callable (see ``core/kernels.py``).
+    Called once, after every plugin's ops are registered.
+    """
+
+
+@hookspec
+def graphexec_register_passes(register: Callable[..., Any]) -> None:
+    """Add graph passes: ``register(name, requires=(...))(fn)`` with ``fn: Graph -> Graph``.
+
+    Passes are pure: they return a new Graph (or the input unchanged). Called once at start-up.
+    """
+
+
+@hookspec
+def graphexec_executor_bound(executor: Any) -> None:
+    """Observe a newly bound executor (for logs, profilers, A/B reports). Return value ignored;
+    called after every bind / simple_bind / reshape."""

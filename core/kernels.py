@@ -1,0 +1,92 @@
+"""Kernel registry: backends register a kernel factory per (operator, device).
+
+A factory receives a :class:`KernelCall` at bind time (parsed params, the preallocated input
+and output arrays, the array module) and returns a zero-argument callable that computes the
+outputs *into* ``call.outputs`` (the executor handles the 'add' and 'null' requests around
+it). Factories specialise once per bind, so the callable does no per-run dispatch.
+
+Example (the default backend's ``exp``)::
+
+    @kernel("exp")
+    def exp(call):
+        return partial(call.xp.exp, call.inputs[0], out=call.outputs[0])
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from .errors import KernelNotFoundError
+
+__all__ = ["KernelCall", "KernelRegistry", "kernel_registry", "KernelFn", "KernelFactory"]
+
+KernelFn = Callable[[], None]
+
+
+class KernelCall:
+    """Everything a kernel factory may use. ``state`` persists for the node across plans of
+    one executor (e.g. a dropout mask kept for backward); ``rng`` is a numpy Generator."""
+
+    __slots__ = ("node_name", "op_name", "params", "inputs", "outputs", "req", "xp", "ctx",
+                 "is_train", "state", "rng", "attrs")
+
+    def __init__(self, node_name: str, op_name: str, params: Any, inputs: list, outputs: list,
+                 req: list[str], xp: Any, ctx: Any, is_train: bool, state: dict, rng: Any,
+                 attrs: dict | None = None):
+        self.node_name = node_name
+        self.op_name = op_name
+        self.params = params
+        self.inputs = inputs
+        self.outputs = outputs
+        self.req = req
+        self.xp = xp
+        self.ctx = ctx
+        self.is_train = is_train
+        self.state = state
+        self.rng = rng
+        self.attrs = attrs or {}
+
+
+KernelFactory = Callable[[KernelCall], KernelFn]
+
+
+class KernelRegistry:
+    """(op name, device type) -> factory. Device ``"any"`` serves every device whose array
+    module supports the code (the default backend's kernels are written that way)."""
+
+    def __init__(self) -> None:
+        self._table: dict[tuple[str, str], KernelFactory] = {}
+        self._owner: dict[tuple[str, str], str] = {}
+
+    def register(self, op_name: str, factory: KernelFactory, device: str = "any",
+                 owner: str = "") -> None:
+        """Register ``factory`` for ``op_name`` (canonical name or alias) on ``device``."""
+        from .ops.registry import get_op
+        canonical = get_op(op_name).name
+        self._table[(canonical, device)] = factory
+        self._owner[(canonical, device)] = owner
+
+    def lookup(self, op_name: str, device: str) -> KernelFactory:
+        hit = self._table.get((op_name, device)) or self._table.get((op_name, "any"))
+        if hit is None:
+            raise KernelNotFoundError(f"no kernel is registered for operator {op_name!r} on "
+                                      f"{device}")
+        return hit
+
+    def has(self, op_name: str, device: str) -> bool:
+        return (op_name, device) in self._table or (op_name, "any") in self._table
+
+    def ops(self) -> set[str]:
+        return {op for op, _ in self._table}
+
+
+_REGISTRY: KernelRegistry | None = None
+
+
+def kernel_registry() -> KernelRegistry:
+    """The process-wide kernel registry, filled by plugins' ``graphexec_register_kernels``."""
+    global _REGISTRY
+    if _REGISTRY is None:
+        _REGISTRY = KernelRegistry()
+        from .plugins import plugin_manager
+        plugin_manager().register_kernels(_REGISTRY)
+    return _REGISTRY

@@ -1,0 +1,1 @@
+"""``gx.model``: MXNet checkpoints (filled in by its own commit)."""

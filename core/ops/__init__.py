@@ -1,0 +1,20 @@
+"""Operator declarations, one module per family. This package is the built-in plugin that
+registers them (listed in plugins.toml)."""
+from __future__ import annotations
+
+import importlib
+
+from ..hookspecs import hookimpl
+from .registry import OpDef, all_ops, find_op, get_op, register_op
+
+__all__ = ["OpDef", "all_ops", "find_op", "get_op", "register_op", "FAMILIES"]
+
+#: Family modules; importing one registers its operators.
+FAMILIES = ("elemwise", "nn", "tensor", "reduce", "indexing", "loss")
+
+
+@hookimpl
+def graphexec_register_ops(register) -> None:
+    """Register every built-in operator family."""
+    for family in FAMILIES:
+        importlib.import_module(f"{__name__}.{family}")

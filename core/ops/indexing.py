@@ -1,0 +1,1 @@
+"""Operator family indexing (filled in by its own commit)."""

@@ -1,0 +1,1 @@
+"""Operator family loss (filled in by its own commit)."""

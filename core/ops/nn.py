@@ -1,0 +1,1 @@
+"""Operator family nn (filled in by its own commit)."""

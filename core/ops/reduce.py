@@ -1,0 +1,1 @@
+"""Operator family reduce (filled in by its own commit)."""

@@ -1,0 +1,154 @@
+"""The operator registry: one :class:`OpDef` per operator, looked up by MXNet name or alias.
+
+An OpDef is a declaration only: attribute schema, input/output names, shape and dtype rules,
+the gradient rule (a graph rewrite) and traits that passes query. Kernels live with their
+backend (see ``backends/default``).
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+from ..attrs import Params, Schema
+from ..errors import UnknownOpError
+
+__all__ = ["OpDef", "register_op", "get_op", "find_op", "all_ops", "ShapeConflict", "InferError"]
+
+_OPS: dict[str, "OpDef"] = {}
+_CANONICAL: dict[str, "OpDef"] = {}
+
+Names = Sequence[str] | Callable[[Params], Sequence[str]]
+Count = int | Callable[[Params], int]
+
+
+class InferError(Exception):
+    """Raised by shape/dtype rules; the inference pass adds the node and op to the message."""
+
+
+class ShapeConflict(InferError):
+    """An input or output already holds a value that disagrees with the inferred one."""
+
+    def __init__(self, side: str, index: int, have: Any, want: Any):
+        super().__init__(side, index, have, want)
+        self.side, self.index, self.have, self.want = side, index, have, want
+
+
+def _const(value):
+    return lambda p: value
+
+
+class OpDef:
+    """Declaration of one operator.
+
+    Parameters mirror MXNet's operator registration: ``inputs`` (names, or a function of
+    the parsed params), ``aux`` (names of inputs that are auxiliary states), ``outputs``
+    (names; ``visible`` outputs are the first ``num_visible_outputs``), ``infer_shape`` /
+    ``infer_type`` (``fn(params, in_list, out_list)`` filling the lists in place),
+    ``gradient`` (a graph rewrite, see ``core/passes/gradient.py``), ``traits`` (a set passes
+    query, e.g. ``{"elementwise"}``), ``inplace`` ((input, output) pairs that may share memory),
+    ``variadic`` (name of the attribute counting positional inputs, e.g. ``num_args``),
+    ``input_var_attrs`` (attributes given to implicitly created input variables),
+    ``named_inputs`` (False where MXNet lists inputs as ``input<k>``: monitor names).
+    """
+
+    def __init__(self, name: str, *, aliases: Sequence[str] = (), params: dict | None = None,
+                 inputs: Names = ("data",), aux: Sequence[str] = (), outputs: Names = ("output",),
+                 num_visible: Count | None = None, infer_shape: Callable | None = None,
+                 infer_type: Callable | None = None, gradient: Callable | None = None,
+                 traits: Sequence[str] = (), inplace: Sequence[tuple[int, int]] = (),
+                 variadic: str | None = None, input_var_attrs: dict | None = None,
+                 named_inputs: bool = True, doc: str = ""):
+        self.name = name
+        self.aliases = tuple(aliases)
+        self.schema = Schema(params)
+        self.variadic = variadic
+        self._inputs = inputs if callable(inputs) else _const(list(inputs))
+        self._outputs = outputs if callable(outputs) else _const(list(outputs))
+        self._aux = tuple(aux)
+        self.has_aux = bool(aux)
+        if num_visible is None:
+            self._num_visible = None
+        else:
+            self._num_visible = num_visible if callable(num_visible) else _const(num_visible)
+        self._fixed_outputs = None if callable(outputs) else len(outputs)
+        self.infer_shape_fn = infer_shape
+        self.infer_type_fn = infer_type
+        self.gradient = gradient
+        self.traits = frozenset(traits)
+        self.inplace = tuple(inplace)
+        self.input_var_attrs = dict(input_var_attrs or {})
+        self.named_inputs = named_inputs
+        self.__doc__ = doc or f"The {name} operator."
+
+    # -- names and counts -------------------------------------------------------------
+    def input_names(self, p: Params) -> list[str]:
+        return list(self._inputs(p))
+
+    def output_names(self, p: Params) -> list[str]:
+        return list(self._outputs(p))
+
+    def num_outputs(self, p: Params) -> int:
+        n = self._fixed_outputs
+        return n if n is not None else len(self._outputs(p))
+
+    def num_visible_outputs(self, p: Params) -> int:
+        if self._num_visible is None:
+            return self.num_outputs(p)
+        return self._num_visible(p)
+
+    def aux_indices(self, p: Params) -> list[int]:
+        names = self.input_names(p)
+        return [names.index(a) for a in self._aux if a in names]
+
+    def parse(self, attrs: dict[str, Any], node_name: str | None = None) -> Params:
+        return self.schema.parse(attrs, self.name, node_name)
+
+    def __repr__(self) -> str:
+        return f"OpDef({self.name})"
+
+
+def register_op(op: OpDef) -> OpDef:
+    """Add ``op`` under its name and aliases. Re-registering a name replaces it (plugins may
+    override a built-in declaration deliberately)."""
+    _CANONICAL[op.name] = op
+    _OPS[op.name] = op
+    for alias in op.aliases:
+        _OPS[alias] = op
+    return op
+
+
+def find_op(name: str) -> OpDef | None:
+    _ensure_loaded()
+    return _OPS.get(name)
+
+
+def get_op(name: str) -> OpDef:
+    """The OpDef registered as ``name`` (canonical name or alias)."""
+    op = find_op(name)
+    if op is None:
+        import difflib
+        close = difflib.get_close_matches(name, list(_OPS), n=3)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        raise UnknownOpError(f"operator {name!r} is not registered{hint}")
+    return op
+
+
+def all_ops() -> dict[str, OpDef]:
+    """Canonical name -> OpDef for every registered operator."""
+    _ensure_loaded()
+    return dict(_CANONICAL)
+
+
+def all_names() -> list[str]:
+    _ensure_loaded()
+    return list(_OPS)
+
+
+_loaded = False
+
+
+def _ensure_loaded() -> None:
+    global _loaded
+    if not _loaded:
+        _loaded = True
+        from ..plugins import plugin_manager
+        plugin_manager()

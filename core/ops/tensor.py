@@ -1,0 +1,1 @@
+"""Operator family tensor (filled in by its own commit)."""

@@ -1,0 +1,110 @@
+"""Shape and dtype inference passes: propagate known values forward and backward through
+each op's rule until nothing changes.
+
+Input: graph attrs ``shape_inputs`` / ``dtype_inputs`` (node id -> value for variables).
+Output: ``shape`` / ``dtype`` (a list indexed by entry id) and ``shape_num_unknown`` /
+``dtype_num_unknown``.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from ..errors import ShapeInferenceError, TypeInferenceError
+from ..graph import Graph, IndexedGraph
+from ..ops.common import fmt, known
+from ..ops.registry import InferError, ShapeConflict
+from .manager import register_pass
+
+__all__ = ["infer_shape_pass", "infer_dtype_pass"]
+
+
+@register_pass("infer_shape", requires=("shape_inputs",))
+def infer_shape_pass(graph: Graph) -> Graph:
+    values, unknown = _infer(graph.indexed, graph.attrs["shape_inputs"], "infer_shape_fn",
+                             known, ShapeInferenceError, _shape_text, "shape")
+    return graph.with_attrs(shape=values, shape_num_unknown=unknown)
+
+
+@register_pass("infer_type", requires=("dtype_inputs",))
+def infer_dtype_pass(graph: Graph) -> Graph:
+    values, unknown = _infer(graph.indexed, graph.attrs["dtype_inputs"], "infer_type_fn",
+                             lambda t: t is not None, TypeInferenceError, _dtype_text, "dtype")
+    return graph.with_attrs(dtype=values, dtype_num_unknown=unknown)
+
+
+def _shape_text(s) -> str:
+    return fmt(s) if s is not None else "unknown"
+
+
+def _dtype_text(t) -> str:
+    return str(t) if t is not None else "unknown"
+
+
+def _infer(ig: IndexedGraph, seeds: dict, rule_attr: str, is_known: Callable,
+           error_cls: type, text: Callable, kind: str) -> tuple[list, int]:
+    values: list = [None] * ig.num_entries
+    row_ptr = ig.row_ptr
+    for nid, v in seeds.items():
+        values[row_ptr[nid]] = v
+    work = []
+    for nid, node in enumerate(ig.nodes):
+        if node.op is None:
+            continue
+        rule = getattr(node.op, rule_attr)
+        if rule is not None:
+            work.append((node, rule, ig.node_inputs[nid], row_ptr[nid], row_ptr[nid + 1]))
+    pending = work
+    while pending:
+        still = []
+        changed = False
+        for item in pending:
+            done, moved = _visit(item, values, is_known, error_cls, text, kind)
+            changed |= moved
+            if not done:
+                still.append(item)
+        if not changed:
+            break
+        pending = still
+        for item in reversed(pending):
+            _visit(item, values, is_known, error_cls, text, kind)
+    unknown = sum(1 for v in values if not is_known(v))
+    return values, unknown
+
+
+def _visit(item, values: list, is_known: Callable, error_cls: type, text: Callable, kind: str):
+    node, rule, in_ids, start, stop = item
+    ins = [values[e] for e in in_ids]
+    outs = values[start:stop]
+    before_in, before_out = list(ins), list(outs)
+    try:
+        rule(node.params, ins, outs)
+    except ShapeConflict as c:
+        raise error_cls(_conflict_message(node, c, text, kind)) from None
+    except InferError as exc:
+        raise error_cls(f"Error in operator {node.name}: {node.op.name}: {exc}") from None
+    moved = False
+    if not _same(outs, before_out):
+        values[start:stop] = outs
+        moved = True
+    if not _same(ins, before_in):
+        for e, v in zip(in_ids, ins):
+            values[e] = v
+        moved = True
+    done = all(is_known(v) for v in ins) and all(is_known(v) for v in outs)
+    return done, moved
+
+
+def _same(a: list, b: list) -> bool:
+    # element by element: np.dtype('float64') == None is True in numpy
+    return all(x is y or (x is not None and y is not None and x == y) for x, y in zip(a, b))
+
+
+def _conflict_message(node, c: ShapeConflict, text: Callable, kind: str) -> str:
+    if c.side == "in":
+        names = node.op.input_names(node.params)
+        what = f"input {names[c.index]!r} ({c.index}-th input)"
+    else:
+        names = node.op.output_names(node.params)
+        what = f"output {names[c.index]!r}"
+    return (f"Error in operator {node.name}: {node.op.name}: {kind} inconsistent at {what}: "
+            f"provided {text(c.have)}, inferred {text(c.want)}")

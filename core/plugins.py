@@ -1,0 +1,101 @@
+"""The plugin manager: loads built-in plugins from plugins.toml and third-party ones from the
+``graphexec.plugins`` entry-point group, and calls their hooks one plugin at a time so that a
+failing plugin is reported by name without taking the others down."""
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+import warnings
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Callable
+
+import pluggy
+
+from . import hookspecs
+from .errors import PluginError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+__all__ = ["Plugins", "plugin_manager", "plugin_config", "PLUGINS_TOML"]
+
+PLUGINS_TOML = Path(__file__).resolve().parent.parent / "plugins.toml"
+
+
+def plugin_config() -> dict[str, Any]:
+    """The parsed plugins.toml shipped with the package."""
+    with open(PLUGINS_TOML, "rb") as f:
+        return tomllib.load(f)
+
+
+class Plugins:
+    """pluggy manager plus the record of plugins that failed (``errors``)."""
+
+    def __init__(self, config: dict[str, Any]):
+        self.config = config
+        self.pm = pluggy.PluginManager("graphexec")
+        self.pm.add_hookspecs(hookspecs)
+        self.errors: list[PluginError] = []
+
+    # -- loading -----------------------------------------------------------------------
+    def load(self) -> None:
+        section = self.config.get("plugins", {})
+        for modname in section.get("builtin", []):
+            self._load_one(modname, lambda m=modname: importlib.import_module(m))
+        env = section.get("disable_autoload_env", "GRAPHEXEC_DISABLE_PLUGIN_AUTOLOAD")
+        if os.environ.get(env, "") not in ("", "0"):
+            return
+        group = section.get("entry_point_group", "graphexec.plugins")
+        for ep in sorted(metadata.entry_points(group=group), key=lambda e: e.name):
+            self._load_one(ep.name, ep.load)
+
+    def _load_one(self, name: str, loader: Callable[[], Any]) -> None:
+        if self.pm.has_plugin(name):
+            return
+        try:
+            self.pm.register(loader(), name=name)
+        except Exception as exc:  # noqa: BLE001 - any plugin failure is reported, not raised
+            self._fail(name, "import/register", exc)
+
+    def _fail(self, name: str, hook: str, exc: BaseException) -> None:
+        err = PluginError(f"plugin {name!r} failed in {hook}: {type(exc).__name__}: {exc}")
+        self.errors.append(err)
+        warnings.warn(str(err), RuntimeWarning, stacklevel=3)
+
+    # -- calling hooks -------------------------------------------------------------------
+    def call_each(self, hook_name: str, **kwargs: Any) -> None:
+        """Call ``hook_name`` on every plugin separately, reporting failures by plugin."""
+        hook = getattr(self.pm.hook, hook_name)
+        for impl in reversed(hook.get_hookimpls()):
+            try:
+                impl.function(**{k: kwargs[k] for k in impl.argnames})
+            except Exception as exc:  # noqa: BLE001
+                self._fail(impl.plugin_name, hook_name, exc)
+
+    def register_kernels(self, registry: Any) -> None:
+        self.call_each("graphexec_register_kernels", registry=registry)
+
+    def notify(self, hook_name: str, **kwargs: Any) -> None:
+        """Call an observer hook; observers never break execution."""
+        if getattr(self.pm.hook, hook_name).get_hookimpls():
+            self.call_each(hook_name, **kwargs)
+
+
+_PLUGINS: Plugins | None = None
+
+
+def plugin_manager() -> Plugins:
+    """The process-wide plugin manager (created, loaded and its ops registered on first use)."""
+    global _PLUGINS
+    if _PLUGINS is None:
+        from .ops.registry import register_op
+        from .passes.manager import register_pass
+        _PLUGINS = Plugins(plugin_config())
+        _PLUGINS.load()
+        _PLUGINS.call_each("graphexec_register_ops", register=register_op)
+        _PLUGINS.call_each("graphexec_register_passes", register=register_pass)
+    return _PLUGINS

@@ -1,0 +1,6 @@
+"""Cases for the loss family."""
+from __future__ import annotations
+
+from . import OpCase  # noqa: F401
+
+CASES: list = []
