@@ -2,7 +2,9 @@
 and dtypes, and build an :class:`~graphexec.core.executor.Executor`."""
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+import gc
+from contextlib import contextmanager
+from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -17,6 +19,19 @@ from .symbol import Symbol, check_unique_names
 __all__ = ["bind", "simple_bind", "normalize_grad_req", "GRAD_REQS"]
 
 GRAD_REQS = ("write", "add", "null", "inplace")
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector: binding creates many small objects and a
+    collection over a large graph costs more than the bind itself."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _array_module_of(arr: Any) -> str:
@@ -94,6 +109,13 @@ def _aux_names(ig: IndexedGraph) -> list[str]:
 def bind(sym: Symbol, ctx: Context, args: Any, args_grad: Any = None, grad_req: Any = "write",
          aux_states: Any = None, group2ctx: Any = None, shared_exec: Any = None, **kwargs: Any):
     """Bind user arrays (list in list_arguments order, or dict by name) to ``sym``."""
+    _check_unsupported(group2ctx=group2ctx)
+    with gc_paused():
+        return _bind(sym, ctx, args, args_grad, grad_req, aux_states, group2ctx)
+
+
+def _bind(sym: Symbol, ctx: Context, args: Any, args_grad: Any, grad_req: Any,
+          aux_states: Any, group2ctx: Any):
     from .executor import Executor
     ctx = Context(ctx) if not isinstance(ctx, Context) else ctx
     ig = IndexedGraph(sym.outputs)
@@ -152,6 +174,21 @@ def simple_bind(sym: Symbol, ctx: Context, grad_req: Any = "write",
                 shared_buffer: dict | None = None, **shapes: Any):
     """Infer every shape and dtype from ``shapes`` (and ``type_dict``; float32 by default),
     allocate zero-filled arguments, gradients and auxiliary states, and bind them."""
+    _check_unsupported(group2ctx=group2ctx, shared_buffer=shared_buffer)
+    with gc_paused():
+        return _simple_bind(sym, ctx, grad_req, type_dict, group2ctx, shapes)
+
+
+def _check_unsupported(**options: Any) -> None:
+    """Options whose semantics are not implemented yet fail loudly instead of being ignored."""
+    for name, value in options.items():
+        if value:
+            raise BindError(f"{name} is not supported yet by this graphexec version (see the "
+                            f"README's status section); bind without it")
+
+
+def _simple_bind(sym: Symbol, ctx: Context, grad_req: Any, type_dict: Mapping[str, Any] | None,
+                 group2ctx: Any, shapes: dict[str, Any]):
     from .executor import Executor
     ctx = Context(ctx) if not isinstance(ctx, Context) else ctx
     xp = ctx.xp

@@ -72,25 +72,33 @@ def topo_order(heads: Iterable[Node]) -> list[Node]:
         if id(head) in seen:
             continue
         seen.add(id(head))
-        stack = [(head, _preds(head))]
-        while stack:
-            node, it = stack[-1]
-            for pred in it:
-                if id(pred) not in seen:
-                    seen.add(id(pred))
-                    stack.append((pred, _preds(pred)))
-                    break
+        nodes = [head]
+        preds = [_preds(head)]
+        pos = [0]
+        while nodes:
+            ps = preds[-1]
+            k = pos[-1]
+            n = len(ps)
+            while k < n and id(ps[k]) in seen:
+                k += 1
+            if k < n:
+                pred = ps[k]
+                pos[-1] = k + 1
+                seen.add(id(pred))
+                nodes.append(pred)
+                preds.append(_preds(pred))
+                pos.append(0)
             else:
-                stack.pop()
-                order.append(node)
+                order.append(nodes.pop())
+                preds.pop()
+                pos.pop()
     return order
 
 
-def _preds(node: Node):
-    for e in node.inputs:
-        yield e.node
+def _preds(node: Node) -> list[Node]:
     if node.control_deps:
-        yield from node.control_deps
+        return [e.node for e in node.inputs] + node.control_deps
+    return [e.node for e in node.inputs]
 
 
 class IndexedGraph:

@@ -19,7 +19,7 @@ Shape_ = tuple | None
 
 def known(s: Shape_) -> bool:
     """True when ``s`` is fully known."""
-    return s is not None and all(d >= 0 for d in s)
+    return s is not None and (not s or min(s) >= 0)
 
 
 def merge(a: Shape_, b: Shape_) -> Shape_:
@@ -81,6 +81,16 @@ def size(s: tuple) -> int:
 # -- standard rules ---------------------------------------------------------------------
 def same_shape(p, ins: list, outs: list) -> None:
     """Every input and output has one shape (elementwise ops)."""
+    if len(ins) == 1 and len(outs) == 1:  # fast path: most nodes are unary
+        a, b = ins[0], outs[0]
+        if a == b:
+            return
+        if b is None:
+            outs[0] = a
+            return
+        if a is None:
+            ins[0] = b
+            return
     s = None
     for lst, side in ((ins, "in"), (outs, "out")):
         for i, v in enumerate(lst):
@@ -97,6 +107,15 @@ def same_shape(p, ins: list, outs: list) -> None:
 
 def same_type(p, ins: list, outs: list) -> None:
     """Every input and output has one dtype."""
+    if len(ins) == 1 and len(outs) == 1:  # fast path: most nodes are unary
+        a, b = ins[0], outs[0]
+        if b is None:
+            if a is not None:
+                outs[0] = a
+            return
+        if a is None:
+            ins[0] = b
+            return
     t = next((v for v in (*ins, *outs) if v is not None), None)
     if t is None:
         return

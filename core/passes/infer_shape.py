@@ -42,61 +42,55 @@ def _dtype_text(t) -> str:
 
 def _infer(ig: IndexedGraph, seeds: dict, rule_attr: str, is_known: Callable,
            error_cls: type, text: Callable, kind: str) -> tuple[list, int]:
+    """Sweep forward, then backward, until every entry is known or a sweep pair adds nothing."""
     values: list = [None] * ig.num_entries
     row_ptr = ig.row_ptr
     for nid, v in seeds.items():
         values[row_ptr[nid]] = v
     work = []
     for nid, node in enumerate(ig.nodes):
-        if node.op is None:
-            continue
-        rule = getattr(node.op, rule_attr)
-        if rule is not None:
-            work.append((node, rule, ig.node_inputs[nid], row_ptr[nid], row_ptr[nid + 1]))
-    pending = work
-    while pending:
-        still = []
-        changed = False
-        for item in pending:
-            done, moved = _visit(item, values, is_known, error_cls, text, kind)
-            changed |= moved
-            if not done:
-                still.append(item)
-        if not changed:
+        if node.op is not None:
+            rule = getattr(node.op, rule_attr)
+            if rule is not None:
+                work.append((node, rule, ig.node_inputs[nid], row_ptr[nid], row_ptr[nid + 1]))
+    unknown = _count_unknown(values, is_known)
+    while unknown:
+        for item in work:
+            _visit(item, values, error_cls, text, kind)
+        after = _count_unknown(values, is_known)
+        if not after:
+            unknown = 0
             break
-        pending = still
-        for item in reversed(pending):
-            _visit(item, values, is_known, error_cls, text, kind)
-    unknown = sum(1 for v in values if not is_known(v))
+        for item in reversed(work):
+            _visit(item, values, error_cls, text, kind)
+        after = _count_unknown(values, is_known)
+        if after >= unknown:
+            unknown = after
+            break
+        unknown = after
     return values, unknown
 
 
-def _visit(item, values: list, is_known: Callable, error_cls: type, text: Callable, kind: str):
+def _count_unknown(values: list, is_known: Callable) -> int:
+    return sum(1 for v in values if not is_known(v))
+
+
+def _visit(item, values: list, error_cls: type, text: Callable, kind: str) -> None:
     node, rule, in_ids, start, stop = item
     ins = [values[e] for e in in_ids]
     outs = values[start:stop]
-    before_in, before_out = list(ins), list(outs)
     try:
         rule(node.params, ins, outs)
     except ShapeConflict as c:
         raise error_cls(_conflict_message(node, c, text, kind)) from None
     except InferError as exc:
         raise error_cls(f"Error in operator {node.name}: {node.op.name}: {exc}") from None
-    moved = False
-    if not _same(outs, before_out):
+    if stop - start == 1:
+        values[start] = outs[0]
+    else:
         values[start:stop] = outs
-        moved = True
-    if not _same(ins, before_in):
-        for e, v in zip(in_ids, ins):
-            values[e] = v
-        moved = True
-    done = all(is_known(v) for v in ins) and all(is_known(v) for v in outs)
-    return done, moved
-
-
-def _same(a: list, b: list) -> bool:
-    # element by element: np.dtype('float64') == None is True in numpy
-    return all(x is y or (x is not None and y is not None and x == y) for x, y in zip(a, b))
+    for e, v in zip(in_ids, ins):
+        values[e] = v
 
 
 def _conflict_message(node, c: ShapeConflict, text: Callable, kind: str) -> str:
