@@ -7,7 +7,8 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 
 from .attrs import to_attr_string
-from .errors import AttributeParseError, DuplicateNameError, GraphexecError
+from .errors import (AttributeParseError, DuplicateNameError, GraphexecError,
+                     UnknownArgumentError)
 from .graph import Entry, IndexedGraph, Node
 from .naming import AttrScope, NameManager
 from .ops.registry import OpDef, get_op
@@ -111,6 +112,32 @@ class Symbol:
     def __reduce__(self):
         from .json_io import load_json
         return (load_json, (self.tojson(),))
+
+    def __call__(self, *args: "Symbol", **kwargs: "Symbol") -> "Symbol":
+        """Compose: a copy of this symbol whose arguments are replaced by other symbols,
+        positionally (list_arguments order) or by name, as MXNet's ``sym(data=other)``."""
+        kwargs.pop("name", None)
+        names = self.list_arguments()
+        if len(args) > len(names):
+            raise TypeError(f"compose got {len(args)} positional symbols for {len(names)} "
+                            f"arguments {names}")
+        subst = dict(zip(names, args))
+        for key, value in kwargs.items():
+            if key not in names:
+                raise UnknownArgumentError(f"compose: {key!r} is not an argument of the symbol; "
+                                           f"arguments are {names}")
+            subst[key] = value
+        for key, value in subst.items():
+            if not isinstance(value, Symbol) or len(value._outputs) != 1:
+                raise TypeError(f"compose: {key!r} must be a single-output Symbol")
+        outputs = copy_graph(self._outputs)
+        ig = IndexedGraph(outputs)
+        for node in ig.nodes:
+            node.inputs = [subst[e.node.name]._outputs[0]
+                           if e.node.op is None and e.node.name in subst else e
+                           for e in node.inputs]
+        return Symbol([subst[e.node.name]._outputs[0]
+                       if e.node.op is None and e.node.name in subst else e for e in outputs])
 
     # -- attributes -------------------------------------------------------------------
     def attr(self, key: str) -> str | None:

@@ -122,3 +122,15 @@ def test_infer_type_and_partial():
         assert c.infer_type() == (None, None, None)
     with pytest.raises(gx.UnknownArgumentError, match="'q' is not an input"):
         c.infer_shape(q=(1,))
+
+
+def test_compose_replaces_arguments():
+    x, w = gx.sym.Variable("x"), gx.sym.Variable("w")
+    net = gx.sym.elemwise_mul(x, w, name="m")
+    y = gx.sym.Variable("y")
+    composed = net(x=gx.sym.exp(y, name="e"))
+    assert composed.list_arguments() == ["y", "w"]
+    assert net.list_arguments() == ["x", "w"]
+    assert net(gx.sym.sin(y, name="s")).list_arguments() == ["y", "w"]
+    with pytest.raises(gx.UnknownArgumentError, match="'q' is not an argument"):
+        net(q=y)
