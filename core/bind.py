@@ -132,16 +132,35 @@ def _bind(sym: Symbol, ctx: Context, args: Any, args_grad: Any, grad_req: Any,
         elif grad_arrays[i].shape != arg_arrays[i].shape:
             raise BindError(f"args_grad[{n!r}] has shape {grad_arrays[i].shape} but the argument "
                             f"has shape {arg_arrays[i].shape}")
-    given = dict(zip(ig.arg_nodes, arg_arrays))
-    given.update(zip([i for i in ig.input_nodes if i in ig.mutable_input_nodes], aux_arrays))
-    graph = _infer(sym, ig, {k: a.shape for k, a in given.items()},
-                   {k: a.dtype for k, a in given.items()}, exact=True)
+    graph = build_graph(sym, ig, arg_arrays, aux_arrays, reqs)
     return Executor(sym, ctx, graph, arg_arrays, grad_arrays, aux_arrays, reqs, group2ctx)
 
 
 def _infer(sym: Symbol, ig: IndexedGraph, shapes: dict, dtypes: dict, exact: bool) -> Graph:
     g = Graph(sym.outputs, {"shape_inputs": shape_seeds(ig, shapes, unknown_zero=not exact),
                             "dtype_inputs": dtype_seeds(ig, dtypes)}, ig)
+    return apply_passes(g, ["infer_shape", "infer_type"])
+
+
+def build_graph(sym: Symbol, ig: IndexedGraph, arg_arrays: list, aux_arrays: list,
+                reqs: dict[str, str], inferred: Graph | None = None) -> Graph:
+    """The executed graph: the forward graph plus, when some grad_req is not null, the
+    backward graph (gradient pass); shapes and dtypes inferred from the bound arrays.
+    ``inferred`` is a forward graph already inferred from the same arrays (reused)."""
+    grad_nids = [nid for nid in ig.arg_nodes if reqs[ig.nodes[nid].name] != "null"]
+    if not grad_nids and inferred is not None:
+        return inferred
+    aux_ids = [i for i in ig.input_nodes if i in ig.mutable_input_nodes]
+    given = dict(zip(ig.arg_nodes, arg_arrays))
+    given.update(zip(aux_ids, aux_arrays))
+    if not grad_nids:
+        return _infer(sym, ig, {k: a.shape for k, a in given.items()},
+                      {k: a.dtype for k, a in given.items()}, exact=True)
+    g = apply_passes(Graph(sym.outputs, {"grad_args": grad_nids}, ig), ["gradient"])
+    full = g.indexed
+    seeds = {full.node_id[id(ig.nodes[k])]: a for k, a in given.items()}
+    g = g.with_attrs(shape_inputs={k: tuple(a.shape) for k, a in seeds.items()},
+                     dtype_inputs={k: a.dtype for k, a in seeds.items()})
     return apply_passes(g, ["infer_shape", "infer_type"])
 
 
@@ -215,4 +234,5 @@ def _simple_bind(sym: Symbol, ctx: Context, grad_req: Any, type_dict: Mapping[st
     grad_arrays = [zeros(i) if reqs[n] != "null" else None
                    for i, n in zip(ig.arg_nodes, arg_names)]
     aux_arrays = [zeros(i) for i in ig.input_nodes if i in ig.mutable_input_nodes]
+    g = build_graph(sym, ig, arg_arrays, aux_arrays, reqs, inferred=g)
     return Executor(sym, ctx, g, arg_arrays, grad_arrays, aux_arrays, reqs, group2ctx)

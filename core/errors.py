@@ -7,7 +7,7 @@ __all__ = [
     "UndecidedShapeError", "AttributeParseError", "UnknownOpError", "JSONFormatError",
     "ParamsFormatError", "BindError", "UnknownArgumentError", "ArgumentShapeError",
     "DuplicateNameError", "PassError", "PluginError", "UnknownBackendError", "KernelNotFoundError",
-    "ContextError", "KernelError",
+    "ContextError", "KernelError", "BackwardError", "HeadGradientError",
 ]
 
 
@@ -89,3 +89,11 @@ class ContextError(GraphexecError, ValueError):
 
 class KernelError(GraphexecError, RuntimeError):
     """A kernel failed while executing a node; the message names the node and op."""
+
+
+class BackwardError(GraphexecError, RuntimeError):
+    """backward() cannot run (no training forward before it)."""
+
+
+class HeadGradientError(GraphexecError, RuntimeError):
+    """A non-loss output got no head gradient in backward()."""

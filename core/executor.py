@@ -3,10 +3,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-import numpy as np
-
 from .context import Context
-from .errors import ArgumentShapeError, BindError, UnknownArgumentError
+from .errors import (ArgumentShapeError, BackwardError, HeadGradientError,
+                     UnknownArgumentError)
 from .graph import Graph
 from .plan import ExecPlan
 from .symbol import Symbol, check_unique_names
@@ -33,11 +32,37 @@ class Executor:
         self.arg_arrays = list(arg_arrays)
         self.grad_arrays = list(grad_arrays)
         self.aux_arrays = list(aux_arrays)
-        self._plan = ExecPlan(graph, ctx, self.arg_arrays, self.aux_arrays)
-        self.outputs = self._plan.outputs
+        external, reqs = self._external_storage(graph)
+        self._plan = ExecPlan(graph, ctx, external, reqs)
+        ig = graph.indexed
+        num_out = graph.attrs.get("num_forward_outputs", len(graph.outputs))
+        self.outputs = [self._plan.arrays[e] for e in ig.outputs[:num_out]]
+        self._head_grad_eids = [None if v is None else ig.entry_id(v)
+                                for v in graph.attrs.get("head_grad_nodes", [])]
+        self._last_forward_trained = False
         self._arg_dict = self._grad_dict = self._aux_dict = self._output_dict = None
         from .plugins import plugin_manager
         plugin_manager().notify("graphexec_executor_bound", executor=self)
+
+    def _external_storage(self, graph: Graph) -> tuple[dict[int, Any], dict[int, str]]:
+        """Entry id -> user array (arguments, aux states, gradient buffers) and grad reqs."""
+        ig = graph.indexed
+        nfwd = graph.attrs.get("num_forward_nodes", len(ig.nodes))
+        rp = ig.row_ptr
+        fwd_inputs = [i for i in ig.input_nodes if i < nfwd]
+        arg_nids = [i for i in fwd_inputs if i not in ig.mutable_input_nodes]
+        aux_nids = [i for i in fwd_inputs if i in ig.mutable_input_nodes]
+        external = {rp[n]: a for n, a in zip(arg_nids, self.arg_arrays)}
+        external.update((rp[n], a) for n, a in zip(aux_nids, self.aux_arrays))
+        reqs: dict[int, str] = {}
+        num_out = graph.attrs.get("num_forward_outputs", len(graph.outputs))
+        grads = [(g, self._grad_req[n]) for g, n in zip(self.grad_arrays,
+                                                         self._symbol.list_arguments())
+                 if g is not None and self._grad_req[n] != "null"]
+        for eid, (arr, req) in zip(ig.outputs[num_out:], grads):
+            external[eid] = arr
+            reqs[eid] = req
+        return external, reqs
 
     # -- running ---------------------------------------------------------------------------
     def forward(self, is_train: bool = False, **kwargs: Any) -> list:
@@ -46,8 +71,64 @@ class Executor:
         Returns ``self.outputs``: arrays the next forward overwrites (copy what you keep)."""
         if kwargs:
             self._copy_inputs(kwargs)
-        self._plan.run(bool(is_train))
+        self._plan.run(bool(is_train), "forward")
+        self._last_forward_trained = bool(is_train)
         return self.outputs
+
+    def backward(self, out_grads: Any = None, is_train: bool = True) -> None:
+        """Compute the gradients of the arguments whose grad_req is not null.
+
+        ``out_grads`` (an array, a list in output order, or a dict by output name) are the head
+        gradients; loss heads (SoftmaxOutput, MakeLoss, BlockGrad, ...) ignore them. May be
+        called repeatedly after one forward (grad_req 'add' accumulates)."""
+        if not self._plan.segments["backward"]:
+            return
+        if not self._last_forward_trained:
+            raise BackwardError("backward() needs the values of a forward(is_train=True) pass: "
+                                "call forward(is_train=True) first (the last forward ran with "
+                                "is_train=False or none ran yet)")
+        grads = self._normalize_out_grads(out_grads)
+        for i, eid in enumerate(self._head_grad_eids):
+            if eid is None:
+                continue
+            if i >= len(grads) or grads[i] is None:
+                raise HeadGradientError(
+                    "Because the last operator is not Loss function, head_gradient is required "
+                    "when calling backward. If you are attempting to minimize the output as an "
+                    f"objective, please modify your network and pass it through the make_loss "
+                    f"symbol. (output {i}, {self._symbol.list_outputs()[i]!r}, has no head "
+                    f"gradient)")
+            target = self._plan.arrays[eid]
+            if tuple(grads[i].shape) != target.shape:
+                raise ArgumentShapeError(f"out_grads[{i}] ({self._symbol.list_outputs()[i]!r}) "
+                                         f"has shape {tuple(grads[i].shape)}, the output has "
+                                         f"shape {target.shape}")
+        for i, eid in enumerate(self._head_grad_eids):
+            if eid is not None:
+                self._plan.arrays[eid][...] = grads[i]
+        self._plan.run(bool(is_train), "backward")
+
+    def _normalize_out_grads(self, out_grads: Any) -> list:
+        names = self._symbol.list_outputs()
+        if out_grads is None:
+            grads: list = []
+        elif isinstance(out_grads, dict):
+            unknown = [k for k in out_grads if k not in names]
+            if unknown:
+                raise UnknownArgumentError(f"out_grads names {unknown}, which are not outputs "
+                                           f"({names})")
+            grads = [out_grads.get(n) for n in names]
+        elif isinstance(out_grads, (list, tuple)):
+            grads = list(out_grads)
+        else:
+            grads = [out_grads]
+        if len(grads) > len(names):
+            raise ArgumentShapeError(f"backward got {len(grads)} out_grads for {len(names)} "
+                                     f"outputs ({names})")
+        for i, g in enumerate(grads):
+            if g is not None and not (hasattr(g, "shape") and hasattr(g, "dtype")):
+                raise TypeError(f"out_grads[{i}] must be an array, got {type(g).__name__}")
+        return grads
 
     def _copy_inputs(self, kwargs: dict[str, Any]) -> None:
         arg_dict = self.arg_dict

@@ -1,7 +1,8 @@
 """ExecPlan: the arrays of every graph entry and the kernel callables that fill them.
 
-Kernels are specialised once per (plan, is_train) at first use, so a forward is a loop over
-zero-argument callables (the Python floor for per-node dispatch).
+Kernels are specialised once per (plan, is_train, segment) at first use, so a forward is a
+loop over zero-argument callables (the Python floor for per-node dispatch). The graph holds
+the forward nodes first (``num_forward_nodes``) and the backward nodes after them.
 """
 from __future__ import annotations
 
@@ -17,48 +18,51 @@ __all__ = ["ExecPlan"]
 
 
 class ExecPlan:
-    """Allocates every non-variable entry and runs the op nodes in topological order."""
+    """Allocates every entry without external storage and runs op nodes in topological order.
 
-    def __init__(self, graph: Graph, ctx: Context, arg_arrays: list, aux_arrays: list):
+    ``external`` maps entry ids to user arrays (arguments, auxiliary states, gradient buffers,
+    head gradients); ``reqs`` maps entry ids to 'write' / 'add' / 'null' (default 'write')."""
+
+    def __init__(self, graph: Graph, ctx: Context, external: dict[int, Any],
+                 reqs: dict[int, str] | None = None):
         self.graph = graph
         self.ctx = ctx
         self.xp = ctx.xp
         ig = graph.indexed
         _check_complete(graph)
-        self.arrays = self._allocate(ig, arg_arrays, aux_arrays)
-        self.outputs = [self.arrays[e] for e in ig.outputs]
-        self.op_nodes = [nid for nid, n in enumerate(ig.nodes) if n.op is not None]
-        self._kernels: dict[bool, list[Callable[[], None]]] = {}
+        self.reqs = reqs or {}
+        self.arrays = self._allocate(ig, external)
+        self.num_forward_nodes = graph.attrs.get("num_forward_nodes", len(ig.nodes))
+        op_nodes = [nid for nid, n in enumerate(ig.nodes) if n.op is not None]
+        self.segments = {"forward": [n for n in op_nodes if n < self.num_forward_nodes],
+                         "backward": [n for n in op_nodes if n >= self.num_forward_nodes]}
+        self._kernels: dict[tuple[bool, str], list[Callable[[], None]]] = {}
         self._states: dict[int, dict] = {}
         self._monitor: tuple[Callable, bool] | None = None
 
-    def _allocate(self, ig, arg_arrays: list, aux_arrays: list) -> list:
+    def _allocate(self, ig, external: dict[int, Any]) -> list:
         shapes, dtypes = self.graph.attrs["shape"], self.graph.attrs["dtype"]
         arrays: list[Any] = [None] * ig.num_entries
-        rp = ig.row_ptr
-        for nid, arr in zip(ig.arg_nodes, arg_arrays):
-            arrays[rp[nid]] = arr
-        aux_ids = [i for i in ig.input_nodes if i in ig.mutable_input_nodes]
-        for nid, arr in zip(aux_ids, aux_arrays):
-            arrays[rp[nid]] = arr
+        for eid, arr in external.items():
+            arrays[eid] = arr
         zeros = self.xp.zeros
         total = 0
-        for nid, node in enumerate(ig.nodes):
-            if node.op is None:
-                continue
-            for e in range(rp[nid], rp[nid + 1]):
-                arr = zeros(shapes[e], dtype=dtypes[e])
-                arrays[e] = arr
+        for eid in range(ig.num_entries):
+            if arrays[eid] is None:
+                arr = arrays[eid] = zeros(shapes[eid], dtype=dtypes[eid])
                 total += arr.nbytes
         self.allocated_bytes = total
         return arrays
 
+    def entry_array(self, eid: int) -> Any:
+        return self.arrays[eid]
+
     # -- kernels -----------------------------------------------------------------------------
-    def kernels(self, is_train: bool) -> list[Callable[[], None]]:
-        plan = self._kernels.get(is_train)
+    def kernels(self, is_train: bool, segment: str = "forward") -> list[Callable[[], None]]:
+        plan = self._kernels.get((is_train, segment))
         if plan is None:
-            plan = self._kernels[is_train] = [self._make_kernel(nid, is_train)
-                                              for nid in self.op_nodes]
+            plan = self._kernels[(is_train, segment)] = [
+                self._make_kernel(nid, is_train) for nid in self.segments[segment]]
         return plan
 
     def _make_kernel(self, nid: int, is_train: bool) -> Callable[[], None]:
@@ -66,53 +70,57 @@ class ExecPlan:
         ig = self.graph.indexed
         node = ig.nodes[nid]
         rp = ig.row_ptr
-        outs = self.arrays[rp[nid]:rp[nid + 1]]
+        eids = range(rp[nid], rp[nid + 1])
+        reqs = [self.reqs.get(e, "write") for e in eids]
+        targets = [self.arrays[e] for e in eids]
+        outs = [self.xp.empty_like(t) if r == "add" else t for t, r in zip(targets, reqs)]
         call = KernelCall(node.name, node.op.name, node.params,
                           [self.arrays[e] for e in ig.node_inputs[nid]], outs,
-                          ["write"] * len(outs), self.xp, self.ctx, is_train,
-                          self._states.setdefault(nid, {}), generator(), node.attrs)
-        device = self.ctx.device_type
+                          ["null" if r == "null" else "write" for r in reqs], self.xp, self.ctx,
+                          is_train, self._states.setdefault(nid, {}), generator(), node.attrs)
         try:
-            return kernel_registry().lookup(node.op.name, device)(call)
+            fn = kernel_registry().lookup(node.op.name, self.ctx.device_type)(call)
         except GraphexecError as exc:
             raise type(exc)(f"node {node.name!r} ({node.op.name}): {exc}") from None
         except Exception as exc:
             raise KernelError(f"creating the kernel of node {node.name!r} ({node.op.name}) "
                               f"failed: {type(exc).__name__}: {exc}") from exc
+        adds = [(t, o) for t, o, r in zip(targets, outs, reqs) if r == "add"]
+        return fn if not adds else _accumulating(fn, adds, self.xp)
 
     # -- running ------------------------------------------------------------------------------
-    def run(self, is_train: bool) -> None:
-        plan = self.kernels(is_train)
+    def run(self, is_train: bool, segment: str = "forward") -> None:
+        plan = self.kernels(is_train, segment)
         if self._monitor is not None:
-            self._run_monitored(plan)
+            self._run_monitored(plan, segment)
             return
         i = 0
         try:
             for i, fn in enumerate(plan):
                 fn()
         except Exception as exc:
-            raise self._kernel_error(i, exc) from exc
+            raise self._kernel_error(segment, i, exc) from exc
 
-    def _kernel_error(self, i: int, exc: Exception) -> KernelError:
-        node = self.graph.indexed.nodes[self.op_nodes[i]]
+    def _kernel_error(self, segment: str, i: int, exc: Exception) -> KernelError:
+        node = self.graph.indexed.nodes[self.segments[segment][i]]
         return KernelError(f"While executing node {node.name!r} ({node.op.name}): "
                            f"{type(exc).__name__}: {exc}")
 
     def set_monitor(self, callback: Callable | None, monitor_all: bool) -> None:
         self._monitor = None if callback is None else (callback, bool(monitor_all))
 
-    def _run_monitored(self, plan: list) -> None:
+    def _run_monitored(self, plan: list, segment: str) -> None:
         callback, monitor_all = self._monitor
         ig = self.graph.indexed
         rp = ig.row_ptr
-        for i, (nid, fn) in enumerate(zip(self.op_nodes, plan)):
+        for i, (nid, fn) in enumerate(zip(self.segments[segment], plan)):
             node = ig.nodes[nid]
             if monitor_all:
                 self._monitor_inputs(callback, nid)
             try:
                 fn()
             except Exception as exc:
-                raise self._kernel_error(i, exc) from exc
+                raise self._kernel_error(segment, i, exc) from exc
             for k, name in enumerate(node.op.output_names(node.params)):
                 callback(f"{node.name}_{name}", self.arrays[rp[nid] + k])
 
@@ -125,6 +133,15 @@ class ExecPlan:
                 callback(e.node.name, self.arrays[eid])
             label = names[k] if names else f"input{k}"
             callback(f"{node.name}_{label}", self.arrays[eid])
+
+
+def _accumulating(fn: Callable[[], None], pairs: list, xp) -> Callable[[], None]:
+    """grad_req 'add': the kernel writes a scratch buffer that is then added to the target."""
+    def run():
+        fn()
+        for target, scratch in pairs:
+            xp.add(target, scratch, out=target)
+    return run
 
 
 def _check_complete(graph: Graph) -> None:

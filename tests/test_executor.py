@@ -131,10 +131,10 @@ def test_kernel_failure_names_node_and_executor_recovers():
 
     def failing():
         raise FloatingPointError("overflow")
-    exe._plan._kernels[False][0] = failing
+    exe._plan._kernels[(False, "forward")][0] = failing
     with pytest.raises(gx.KernelError, match="While executing node 'boom' \\(exp\\)"):
         exe.forward()
-    exe._plan._kernels[False][0] = real
+    exe._plan._kernels[(False, "forward")][0] = real
     np.testing.assert_allclose(exe.forward()[0], np.e)
 
 

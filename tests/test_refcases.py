@@ -41,3 +41,21 @@ def test_symbol_lists_match_mxnet(name):
     assert sym.list_arguments() == meta["list_arguments"]
     assert sym.list_auxiliary_states() == meta["list_auxiliary_states"]
     assert sym.list_outputs() == meta["list_outputs"]
+
+
+@pytest.mark.parametrize("name", case_names())
+def test_full_replay_matches_mxnet(name):
+    """Forward, backward, gradients, aux states after backward, grad_req add accumulation."""
+    meta, expected = load_case(name)
+    rep = Replay(name, backward=True, reshape=True)
+    checked = _compare(name, rep.results, expected, meta)
+    assert sorted(checked) == sorted(expected), f"{name}: keys not produced: " \
+        f"{sorted(set(expected) - set(checked))}"
+
+
+def test_debug_str_with_backward_matches_mxnet():
+    from refcase_replay import DATA
+    for name in ("arith", "mlp_softmax", "multi_head"):
+        rep = Replay(name, backward=True, reshape=False)
+        exe = rep.execs["main"]
+        assert exe.debug_str() == (DATA / name / "debug_str.txt").read_text(), name

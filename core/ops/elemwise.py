@@ -164,4 +164,4 @@ def _declare() -> None:
 _declare()
 
 __all__ = ["UNARY_MATH", "BINARY", "SCALAR", "BROADCAST", "COMPARISONS", "base_name",
-           "broadcast_shape", "first_input_type"]
+           "broadcast_shape", "same_shape", "same_type"]

@@ -11,7 +11,7 @@ from typing import Callable
 
 from ..errors import ShapeInferenceError, TypeInferenceError
 from ..graph import Graph, IndexedGraph
-from ..ops.common import fmt, known
+from ..ops.common import fmt, known, merge
 from ..ops.registry import InferError, ShapeConflict
 from .manager import register_pass
 
@@ -49,10 +49,14 @@ def _infer(ig: IndexedGraph, seeds: dict, rule_attr: str, is_known: Callable,
         values[row_ptr[nid]] = v
     work = []
     for nid, node in enumerate(ig.nodes):
-        if node.op is not None:
-            rule = getattr(node.op, rule_attr)
-            if rule is not None:
-                work.append((node, rule, ig.node_inputs[nid], row_ptr[nid], row_ptr[nid + 1]))
+        if node.op is None:
+            continue
+        rule, in_ids = getattr(node.op, rule_attr), ig.node_inputs[nid]
+        if rule is None and "backward" in node.op.traits and node.control_deps:
+            fwd_ids = ig.node_inputs[ig.node_id[id(node.control_deps[0])]]
+            rule, in_ids = _from_forward(len(in_ids)), in_ids + fwd_ids
+        if rule is not None:
+            work.append((node, rule, in_ids, row_ptr[nid], row_ptr[nid + 1]))
     unknown = _count_unknown(values, is_known)
     while unknown:
         for item in work:
@@ -69,6 +73,26 @@ def _infer(ig: IndexedGraph, seeds: dict, rule_attr: str, is_known: Callable,
             break
         unknown = after
     return values, unknown
+
+
+def _from_forward(num_own: int) -> Callable:
+    """Rule of backward operators: output k has the shape (dtype) of the forward node's input
+    k; the forward node's input entries are appended to ``ins`` after the node's own inputs."""
+    def rule(p, ins, outs):
+        for k in range(len(outs)):
+            fwd = num_own + k
+            if outs[k] is None:
+                outs[k] = ins[fwd]
+            elif ins[fwd] is None:
+                ins[fwd] = outs[k]
+            elif outs[k] != ins[fwd]:
+                if not isinstance(outs[k], tuple):  # dtypes: no partial values to merge
+                    raise ShapeConflict("out", k, outs[k], ins[fwd])
+                try:
+                    outs[k] = ins[fwd] = merge(outs[k], ins[fwd])
+                except ValueError:
+                    raise ShapeConflict("out", k, outs[k], ins[fwd]) from None
+    return rule
 
 
 def _count_unknown(values: list, is_known: Callable) -> int:

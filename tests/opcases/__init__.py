@@ -32,6 +32,9 @@ class OpCase:
     atol: float | None = None
     id: str = ""
     is_train: bool = False
+    #: inputs whose gradient is checked by finite differences (None: every float input;
+    #: () for none, e.g. index inputs or ops without gradients)
+    grad_inputs: tuple | None = None
 
     def make_inputs(self, rng: np.random.Generator, dtype: str) -> list[np.ndarray]:
         out = []

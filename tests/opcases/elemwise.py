@@ -50,7 +50,9 @@ def _erfinv(y):
 
 for name, (fn, rng_kw) in _unary.items():
     twin = _erfinv if name == "erfinv" else fn
-    CASES.append(OpCase(name, [S], _f64(twin), **rng_kw))
+    # BlockGrad's gradient is zero by definition (checked in test_gradient_rules.py)
+    extra = {"grad_inputs": ()} if name == "BlockGrad" else {}
+    CASES.append(OpCase(name, [S], _f64(twin), **rng_kw, **extra))
 
 CASES += [
     OpCase("clip", [S], _f64(lambda x, a_min, a_max: np.clip(x, a_min, a_max)),
@@ -86,8 +88,8 @@ def _ints(r, s, d, i):
 for base, fn in {**_bin, **{k: None for k in _cmp}}.items():
     twin = _f64(fn) if fn is not None else _cmp_twin(_cmp[base])
     kw = dict(low=0.5, high=2.0) if base in ("power", "mod", "div") else {}
-    if base in _cmp:
-        kw = dict(gen=_ints)
+    if base in _cmp:  # integer ties: finite differences are meaningless (zero gradient rule)
+        kw = dict(gen=_ints, grad_inputs=())
     CASES.append(OpCase(_elem_name.get(base, f"_{base}"), [S, S], twin, **kw))
     CASES.append(OpCase(f"broadcast_{base}", [(2, 3, 4), (2, 1, 4)], twin, **kw))
     CASES.append(OpCase(f"broadcast_{base}", [(3, 1), (1, 4)], twin, id="outer", **kw))

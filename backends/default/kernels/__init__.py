@@ -7,7 +7,7 @@ from .base import KERNELS
 
 __all__ = ["load_all", "FAMILIES"]
 
-FAMILIES = ("elemwise", "nn", "tensor", "reduce", "indexing", "loss")
+FAMILIES = ("elemwise", "elemwise_grad", "nn", "tensor", "reduce", "indexing", "loss")
 
 
 def load_all() -> dict:

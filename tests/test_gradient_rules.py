@@ -1,0 +1,105 @@
+"""The gradient pass itself: summing rules, zero gradients, head gradients, names."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import graphexec as gx
+
+
+def _grad(sym, shapes, **extra):
+    exe = sym.simple_bind(gx.cpu(), **shapes)
+    rng = np.random.default_rng(0)
+    for arr in exe.arg_arrays:
+        arr[...] = rng.uniform(-1, 1, arr.shape)
+    exe.forward(is_train=True)
+    exe.backward([np.ones(o.shape, o.dtype) for o in exe.outputs], **extra)
+    return exe
+
+
+def test_blockgrad_and_comparisons_give_zero_gradient():
+    x = gx.sym.Variable("x")
+    exe = _grad(gx.sym.Group([gx.sym.BlockGrad(x * 3), x > 0.5]), {"x": (2, 3)})
+    assert not exe.grad_dict["x"].any()
+
+
+def test_contributions_summed_with_elementwise_sum_below_cap(monkeypatch):
+    x = gx.sym.Variable("x")
+    y = gx.sym.sin(x) + gx.sym.cos(x) + gx.sym.exp(x)
+    exe = _grad(y, {"x": (3,)})
+    xv = exe.arg_dict["x"]
+    np.testing.assert_allclose(exe.grad_dict["x"], np.cos(xv) - np.sin(xv) + np.exp(xv), rtol=1e-6)
+    ops = [n.op.name for n in exe._plan.graph.indexed.nodes if n.op is not None]
+    assert "add_n" in ops and "_grad_add" not in ops
+    monkeypatch.setenv("MXNET_EXEC_INPLACE_GRAD_SUM_CAP", "2")
+    exe2 = _grad(y, {"x": (3,)})
+    names = [n.name for n in exe2._plan.graph.indexed.nodes if n.op is not None]
+    assert {"sum_grad_1", "sum_grad_2", "sum_grad_final"} <= set(names)
+    exe2.arg_dict["x"][...] = xv
+    exe2.forward(is_train=True)
+    exe2.backward([np.ones(3, "f4")])
+    np.testing.assert_allclose(exe2.grad_dict["x"], exe.grad_dict["x"], rtol=1e-6)
+
+
+def test_grad_req_add_accumulates_and_write_overwrites():
+    x = gx.sym.Variable("x")
+    y = gx.sym.square(x)
+    exe = y.simple_bind(gx.cpu(), grad_req="add", x=(2,))
+    exe.arg_dict["x"][...] = [1, 2]
+    exe.forward(is_train=True)
+    exe.backward(np.ones(2, "f4"))
+    exe.backward(np.ones(2, "f4"))
+    np.testing.assert_array_equal(exe.grad_dict["x"], [4, 8])
+    exe_w = y.simple_bind(gx.cpu(), grad_req="write", x=(2,))
+    exe_w.arg_dict["x"][...] = [1, 2]
+    exe_w.forward(is_train=True)
+    exe_w.backward(np.ones(2, "f4"))
+    exe_w.backward(np.ones(2, "f4"))
+    np.testing.assert_array_equal(exe_w.grad_dict["x"], [2, 4])
+
+
+def test_same_gradient_entry_for_two_arguments_gets_copies():
+    a, b = gx.sym.Variable("a"), gx.sym.Variable("b")
+    exe = _grad(a + b, {"a": (2,), "b": (2,)})
+    np.testing.assert_array_equal(exe.grad_dict["a"], [1, 1])
+    np.testing.assert_array_equal(exe.grad_dict["b"], [1, 1])
+    assert not np.shares_memory(exe.grad_dict["a"], exe.grad_dict["b"])
+
+
+def test_backward_errors():
+    a, b = gx.sym.Variable("a"), gx.sym.Variable("b")
+    exe = (a * b).simple_bind(gx.cpu(), a=(2,), b=(2,))
+    with pytest.raises(gx.BackwardError, match="forward\\(is_train=True\\) first"):
+        exe.backward(np.ones(2, "f4"))
+    exe.forward(is_train=True)
+    with pytest.raises(gx.HeadGradientError, match="head_gradient is required"):
+        exe.backward()
+    with pytest.raises(ValueError, match=r"out_grads\[0\].*has shape \(3,\)"):
+        exe.backward(np.ones(3, "f4"))
+    with pytest.raises(ValueError, match="2 out_grads for 1 outputs"):
+        exe.backward([np.ones(2, "f4")] * 2)
+    with pytest.raises(TypeError, match="must be an array"):
+        exe.backward([[1, 2]])
+    exe.backward({exe.symbol.list_outputs()[0]: np.ones(2, "f4")})
+    np.testing.assert_array_equal(exe.grad_dict["a"], exe.arg_dict["b"])
+
+
+def test_missing_gradient_rule_is_named():
+    from graphexec.core.ops.registry import OpDef, register_op
+    from graphexec.core.ops.common import same_shape, same_type
+    register_op(OpDef("_test_nograd", infer_shape=same_shape, infer_type=same_type))
+    try:
+        y = gx.core.symbol.create_op_symbol("_test_nograd", [gx.sym.Variable("x")], {})
+        with pytest.raises(gx.GraphexecError, match="_test_nograd .*has no gradient rule"):
+            y.simple_bind(gx.cpu(), x=(2,))
+        y.simple_bind(gx.cpu(), grad_req="null", x=(2,))
+    finally:
+        from graphexec.core.ops import registry
+        registry._OPS.pop("_test_nograd"), registry._CANONICAL.pop("_test_nograd")
+
+
+def test_backward_without_gradients_is_a_no_op():
+    x = gx.sym.Variable("x")
+    exe = gx.sym.exp(x).simple_bind(gx.cpu(), grad_req="null", x=(2,))
+    exe.forward()
+    exe.backward()
