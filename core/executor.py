@@ -32,8 +32,8 @@ class Executor:
         self.arg_arrays = list(arg_arrays)
         self.grad_arrays = list(grad_arrays)
         self.aux_arrays = list(aux_arrays)
-        external, reqs = self._external_storage(graph)
-        self._plan = ExecPlan(graph, ctx, external, reqs)
+        external, reqs, arg_reqs = self._external_storage(graph)
+        self._plan = ExecPlan(graph, ctx, external, reqs, arg_reqs)
         ig = graph.indexed
         num_out = graph.attrs.get("num_forward_outputs", len(graph.outputs))
         self.outputs = [self._plan.arrays[e] for e in ig.outputs[:num_out]]
@@ -44,8 +44,9 @@ class Executor:
         from .plugins import plugin_manager
         plugin_manager().notify("graphexec_executor_bound", executor=self)
 
-    def _external_storage(self, graph: Graph) -> tuple[dict[int, Any], dict[int, str]]:
-        """Entry id -> user array (arguments, aux states, gradient buffers) and grad reqs."""
+    def _external_storage(self, graph: Graph) -> tuple[dict, dict, dict]:
+        """Entry id -> user array (arguments, aux states, gradient buffers), entry id -> req of
+        the gradient outputs, and argument entry id -> its grad_req."""
         ig = graph.indexed
         nfwd = graph.attrs.get("num_forward_nodes", len(ig.nodes))
         rp = ig.row_ptr
@@ -62,7 +63,9 @@ class Executor:
         for eid, (arr, req) in zip(ig.outputs[num_out:], grads):
             external[eid] = arr
             reqs[eid] = req
-        return external, reqs
+        names = self._symbol.list_arguments()
+        arg_reqs = {rp[n]: self._grad_req[name] for n, name in zip(arg_nids, names)}
+        return external, reqs, arg_reqs
 
     # -- running ---------------------------------------------------------------------------
     def forward(self, is_train: bool = False, **kwargs: Any) -> list:

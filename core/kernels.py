@@ -24,14 +24,16 @@ KernelFn = Callable[[], None]
 
 class KernelCall:
     """Everything a kernel factory may use. ``state`` persists for the node across plans of
-    one executor (e.g. a dropout mask kept for backward); ``rng`` is a numpy Generator."""
+    one executor (e.g. a dropout mask kept for backward); ``rng`` is a numpy Generator;
+    ``input_grad_reqs`` gives, per input, the grad_req of the argument feeding it ('null' for
+    inputs that are not arguments) — BatchNorm's fix_gamma needs it, as in MXNet."""
 
     __slots__ = ("node_name", "op_name", "params", "inputs", "outputs", "req", "xp", "ctx",
-                 "is_train", "state", "rng", "attrs")
+                 "is_train", "state", "rng", "attrs", "input_grad_reqs")
 
     def __init__(self, node_name: str, op_name: str, params: Any, inputs: list, outputs: list,
                  req: list[str], xp: Any, ctx: Any, is_train: bool, state: dict, rng: Any,
-                 attrs: dict | None = None):
+                 attrs: dict | None = None, input_grad_reqs: list[str] | None = None):
         self.node_name = node_name
         self.op_name = op_name
         self.params = params
@@ -44,6 +46,7 @@ class KernelCall:
         self.state = state
         self.rng = rng
         self.attrs = attrs or {}
+        self.input_grad_reqs = input_grad_reqs or ["null"] * len(inputs)
 
 
 KernelFactory = Callable[[KernelCall], KernelFn]

@@ -24,13 +24,14 @@ class ExecPlan:
     head gradients); ``reqs`` maps entry ids to 'write' / 'add' / 'null' (default 'write')."""
 
     def __init__(self, graph: Graph, ctx: Context, external: dict[int, Any],
-                 reqs: dict[int, str] | None = None):
+                 reqs: dict[int, str] | None = None, arg_grad_reqs: dict[int, str] | None = None):
         self.graph = graph
         self.ctx = ctx
         self.xp = ctx.xp
         ig = graph.indexed
         _check_complete(graph)
         self.reqs = reqs or {}
+        self.arg_grad_reqs = arg_grad_reqs or {}
         self.arrays = self._allocate(ig, external)
         self.num_forward_nodes = graph.attrs.get("num_forward_nodes", len(ig.nodes))
         op_nodes = [nid for nid, n in enumerate(ig.nodes) if n.op is not None]
@@ -74,10 +75,12 @@ class ExecPlan:
         reqs = [self.reqs.get(e, "write") for e in eids]
         targets = [self.arrays[e] for e in eids]
         outs = [self.xp.empty_like(t) if r == "add" else t for t, r in zip(targets, reqs)]
+        in_ids = ig.node_inputs[nid]
         call = KernelCall(node.name, node.op.name, node.params,
-                          [self.arrays[e] for e in ig.node_inputs[nid]], outs,
+                          [self.arrays[e] for e in in_ids], outs,
                           ["null" if r == "null" else "write" for r in reqs], self.xp, self.ctx,
-                          is_train, self._states.setdefault(nid, {}), generator(), node.attrs)
+                          is_train, self._states.setdefault(nid, {}), generator(), node.attrs,
+                          [self.arg_grad_reqs.get(e, "null") for e in in_ids])
         try:
             fn = kernel_registry().lookup(node.op.name, self.ctx.device_type)(call)
         except GraphexecError as exc:
