@@ -59,14 +59,26 @@ class KernelRegistry:
     def __init__(self) -> None:
         self._table: dict[tuple[str, str], KernelFactory] = {}
         self._owner: dict[tuple[str, str], str] = {}
+        self._inplace: set[tuple[str, str]] = set()
 
     def register(self, op_name: str, factory: KernelFactory, device: str = "any",
-                 owner: str = "") -> None:
-        """Register ``factory`` for ``op_name`` (canonical name or alias) on ``device``."""
+                 owner: str = "", inplace: bool = False) -> None:
+        """Register ``factory`` for ``op_name`` (canonical name or alias) on ``device``;
+        ``inplace`` says the kernel stays correct when an output aliases an input."""
         from .ops.registry import get_op
         canonical = get_op(op_name).name
-        self._table[(canonical, device)] = factory
-        self._owner[(canonical, device)] = owner
+        key = (canonical, device)
+        self._table[key] = factory
+        self._owner[key] = owner
+        if inplace:
+            self._inplace.add(key)
+        else:
+            self._inplace.discard(key)
+
+    def inplace_ok(self, op_name: str, device: str) -> bool:
+        """Whether the kernel that ``lookup`` returns tolerates output/input aliasing."""
+        key = (op_name, device) if (op_name, device) in self._table else (op_name, "any")
+        return key in self._inplace
 
     def lookup(self, op_name: str, device: str) -> KernelFactory:
         hit = self._table.get((op_name, device)) or self._table.get((op_name, "any"))

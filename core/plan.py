@@ -42,17 +42,37 @@ class ExecPlan:
         self._monitor: tuple[Callable, bool] | None = None
 
     def _allocate(self, ig, external: dict[int, Any]) -> list:
-        shapes, dtypes = self.graph.attrs["shape"], self.graph.attrs["dtype"]
+        """Run the memory planner and carve every planned entry out of the pool buffers."""
+        from .passes.manager import apply_passes
+        from .passes.plan_memory import EXTERNAL
+        registry, device = kernel_registry(), self.ctx.device_type
+        self.graph = apply_passes(self.graph.with_attrs(
+            external_entries=set(external),
+            inplace_ok=lambda node: registry.inplace_ok(node.op.name, device)), ["plan_memory"])
+        attrs = self.graph.attrs
+        shapes, dtypes, sids = attrs["shape"], attrs["dtype"], attrs["storage_id"]
+        self.pool = [self.xp.zeros(n, dtype="uint8") for n in attrs["storage_bytes"]]
+        self.allocated_bytes = attrs["planned_bytes"]
         arrays: list[Any] = [None] * ig.num_entries
         for eid, arr in external.items():
             arrays[eid] = arr
-        zeros = self.xp.zeros
-        total = 0
+        views: dict[tuple, Any] = {}  # one array object per (storage, shape, dtype)
         for eid in range(ig.num_entries):
-            if arrays[eid] is None:
-                arr = arrays[eid] = zeros(shapes[eid], dtype=dtypes[eid])
-                total += arr.nbytes
-        self.allocated_bytes = total
+            if arrays[eid] is not None:
+                continue
+            if sids[eid] == EXTERNAL:  # a variable the executor owns (head gradients)
+                arrays[eid] = self.xp.zeros(shapes[eid], dtype=dtypes[eid])
+                continue
+            key = (sids[eid], shapes[eid], dtypes[eid])
+            view = views.get(key)
+            if view is None:
+                dt = dtypes[eid]
+                count = 1
+                for d in shapes[eid]:
+                    count *= d
+                buf = self.pool[sids[eid]][:count * dt.itemsize]
+                view = views[key] = buf.view(dt).reshape(shapes[eid])
+            arrays[eid] = view
         return arrays
 
     def entry_array(self, eid: int) -> Any:

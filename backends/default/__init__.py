@@ -10,6 +10,7 @@ __all__ = ["graphexec_register_kernels"]
 @hookimpl
 def graphexec_register_kernels(registry) -> None:
     """Register every native kernel for device ``any``."""
-    from .kernels import load_all
+    from .kernels import INPLACE, load_all
     for op_name, factory in load_all().items():
-        registry.register(op_name, factory, device="any", owner="default")
+        registry.register(op_name, factory, device="any", owner="default",
+                          inplace=op_name in INPLACE)

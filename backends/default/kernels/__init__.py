@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import importlib
 
-from .base import KERNELS
+from .base import INPLACE, KERNELS
 
-__all__ = ["load_all", "FAMILIES"]
+__all__ = ["load_all", "FAMILIES", "INPLACE"]
 
 FAMILIES = ("elemwise", "elemwise_grad", "nn", "tensor", "reduce", "indexing", "loss")
 

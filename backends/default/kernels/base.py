@@ -6,17 +6,26 @@ from typing import Callable
 
 from graphexec.core.kernels import KernelCall, KernelFactory, KernelFn
 
-__all__ = ["KERNELS", "kernel", "special", "KernelCall", "KernelFn", "is_float", "cast_scalar"]
+__all__ = ["KERNELS", "INPLACE", "kernel", "special", "KernelCall", "KernelFn", "is_float",
+           "cast_scalar"]
 
 #: op name -> factory, filled by the kernel modules at import.
 KERNELS: dict[str, KernelFactory] = {}
+#: ops whose kernel stays correct when an output aliases an input (the memory planner may
+#: then run them in place, where the op's declaration allows it)
+INPLACE: set[str] = set()
 
 
-def kernel(*op_names: str) -> Callable[[KernelFactory], KernelFactory]:
-    """Register the decorated factory for each of ``op_names``."""
+def kernel(*op_names: str, inplace: bool = False) -> Callable[[KernelFactory], KernelFactory]:
+    """Register the decorated factory for each of ``op_names``; ``inplace=True`` declares
+    that it reads every input element before writing the aliased output element."""
     def deco(factory: KernelFactory) -> KernelFactory:
         for name in op_names:
             KERNELS[name] = factory
+            if inplace:
+                INPLACE.add(name)
+            else:
+                INPLACE.discard(name)
         return factory
     return deco
 

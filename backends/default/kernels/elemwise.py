@@ -31,9 +31,9 @@ def _special_ufunc(name):
 
 
 for _op, _fn in _UFUNC.items():
-    kernel(_op)(_unary_ufunc(_fn))
+    kernel(_op, inplace=True)(_unary_ufunc(_fn))
 for _op, _fn in _SPECIAL.items():
-    kernel(_op)(_special_ufunc(_fn))
+    kernel(_op, inplace=True)(_special_ufunc(_fn))
 
 
 @kernel("round")
@@ -49,7 +49,7 @@ def round_half_away(call):
     return run
 
 
-@kernel("rsqrt")
+@kernel("rsqrt", inplace=True)
 def rsqrt(call):
     xp, x, y = call.xp, call.inputs[0], call.outputs[0]
 
@@ -59,7 +59,7 @@ def rsqrt(call):
     return run
 
 
-@kernel("rcbrt")
+@kernel("rcbrt", inplace=True)
 def rcbrt(call):
     xp, x, y = call.xp, call.inputs[0], call.outputs[0]
 
@@ -69,12 +69,12 @@ def rcbrt(call):
     return run
 
 
-@kernel("relu")
+@kernel("relu", inplace=True)
 def relu(call):
     return partial(call.xp.maximum, call.inputs[0], 0, out=call.outputs[0])
 
 
-@kernel("sigmoid")
+@kernel("sigmoid", inplace=True)
 def sigmoid(call):
     xp, x, y = call.xp, call.inputs[0], call.outputs[0]
 
@@ -97,7 +97,7 @@ def softsign(call):
     return run
 
 
-@kernel("hard_sigmoid")
+@kernel("hard_sigmoid", inplace=True)
 def hard_sigmoid(call):
     xp, x, y, p = call.xp, call.inputs[0], call.outputs[0], call.params
     alpha, beta = cast_scalar(p.alpha, y), cast_scalar(p.beta, y)
@@ -109,27 +109,27 @@ def hard_sigmoid(call):
     return run
 
 
-@kernel("logical_not")
+@kernel("logical_not", inplace=True)
 def logical_not(call):
     return partial(call.xp.equal, call.inputs[0], 0, out=call.outputs[0])
 
 
-@kernel("_copy", "BlockGrad")
+@kernel("_copy", "BlockGrad", inplace=True)
 def copy(call):
     return partial(call.xp.copyto, call.outputs[0], call.inputs[0])
 
 
-@kernel("zeros_like")
+@kernel("zeros_like", inplace=True)
 def zeros_like(call):
     return partial(call.outputs[0].fill, 0)
 
 
-@kernel("ones_like")
+@kernel("ones_like", inplace=True)
 def ones_like(call):
     return partial(call.outputs[0].fill, 1)
 
 
-@kernel("clip")
+@kernel("clip", inplace=True)
 def clip(call):
     y = call.outputs[0]
     lo, hi = cast_scalar(call.params.a_min, y), cast_scalar(call.params.a_max, y)
@@ -192,7 +192,7 @@ def _binary_factory(call):
 
 
 for _name in (*BINARY, *BROADCAST):
-    kernel(_name)(_binary_factory)
+    kernel(_name, inplace=base_name(_name) != "mod")(_binary_factory)
 
 
 _REVERSED = {"_rminus_scalar": "sub", "_rdiv_scalar": "div", "_rmod_scalar": "mod",
@@ -208,10 +208,10 @@ def _scalar_factory(call):
 
 
 for _name in SCALAR:
-    kernel(_name)(_scalar_factory)
+    kernel(_name, inplace=base_name(_name) != "mod")(_scalar_factory)
 
 
-@kernel("where")
+@kernel("where", inplace=True)
 def where(call):
     xp = call.xp
     cond, x, y = call.inputs
@@ -224,7 +224,7 @@ def where(call):
     return run
 
 
-@kernel("add_n")
+@kernel("add_n", inplace=True)
 def add_n(call):
     xp, ins, out = call.xp, call.inputs, call.outputs[0]
     if len(ins) == 1:

@@ -1,0 +1,105 @@
+"""Training figures (issue 3): MLP 784-512-512-10, batch 64, SoftmaxOutput. One
+forward(is_train=True)+backward and one inference forward, against a hand-written numpy
+forward+backward run in the same process, and MXNet 1.9.1's recorded figures.
+
+Run: OMP_NUM_THREADS=2 python benchmarks/bench_training.py
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(__file__))
+import graphexec as gx  # noqa: E402
+from common import median_time  # noqa: E402
+
+MXNET_MS = {"train": 3.98, "infer": 1.33}     # MXNet 1.9.1, OMP_NUM_THREADS=2, this machine class
+BATCH, SIZES = 64, (784, 512, 512, 10)
+
+
+def mlp_symbol() -> gx.sym.Symbol:
+    x = gx.sym.Variable("data")
+    for i, n in enumerate(SIZES[1:], 1):
+        x = gx.sym.FullyConnected(x, num_hidden=n, name=f"fc{i}")
+        if i < len(SIZES) - 1:
+            x = gx.sym.Activation(x, act_type="relu", name=f"relu{i}")
+    return gx.sym.SoftmaxOutput(x, name="softmax")
+
+
+class HandNumpyMLP:
+    """The same network written by hand with preallocated buffers (the comparison)."""
+
+    def __init__(self, params: dict, data: np.ndarray, label: np.ndarray):
+        self.w = [params[f"fc{i}_weight"] for i in range(1, 4)]
+        self.b = [params[f"fc{i}_bias"] for i in range(1, 4)]
+        self.x, self.label = data, label.astype(np.int64)
+        self.h = [np.empty((BATCH, n), "f4") for n in SIZES[1:]]
+        self.gw = [np.empty_like(w) for w in self.w]
+        self.gb = [np.empty_like(b) for b in self.b]
+
+    def forward(self) -> np.ndarray:
+        inp = self.x
+        for i in range(3):
+            np.matmul(inp, self.w[i].T, out=self.h[i])
+            self.h[i] += self.b[i]
+            if i < 2:
+                np.maximum(self.h[i], 0, out=self.h[i])
+            inp = self.h[i]
+        out = self.h[2]
+        out -= out.max(axis=1, keepdims=True)
+        np.exp(out, out=out)
+        out /= out.sum(axis=1, keepdims=True)
+        return out
+
+    def backward(self) -> None:
+        g = self.h[2].copy()
+        g[np.arange(BATCH), self.label] -= 1
+        for i in (2, 1, 0):
+            inp = self.h[i - 1] if i else self.x
+            np.matmul(g.T, inp, out=self.gw[i])
+            g.sum(axis=0, out=self.gb[i])
+            if i:
+                g = g @ self.w[i]
+                g *= self.h[i - 1] > 0
+
+
+def main() -> None:
+    rng = np.random.default_rng(0)
+    sym = mlp_symbol()
+    exe = sym.simple_bind(gx.cpu(), data=(BATCH, SIZES[0]), grad_req={
+        n: "write" for n in sym.list_arguments() if n not in ("data", "softmax_label")})
+    for name, arr in exe.arg_dict.items():
+        arr[...] = rng.standard_normal(arr.shape) * 0.05
+    exe.arg_dict["softmax_label"][...] = rng.integers(0, 10, BATCH)
+    params = {n: a for n, a in exe.arg_dict.items()}
+    hand = HandNumpyMLP(params, exe.arg_dict["data"], exe.arg_dict["softmax_label"])
+    infer = sym.simple_bind(gx.cpu(), grad_req="null", data=(BATCH, SIZES[0]))
+    infer.copy_params_from(params)
+    np.testing.assert_allclose(exe.forward(is_train=True)[0], hand.forward(), rtol=1e-4, atol=1e-6)
+    exe.backward()
+    hand.backward()
+    np.testing.assert_allclose(exe.grad_dict["fc1_weight"], hand.gw[0], rtol=1e-3, atol=1e-5)
+
+    def train_step():
+        exe.forward(is_train=True)
+        exe.backward()
+
+    def hand_step():
+        hand.forward()
+        hand.backward()
+    t_train = median_time(train_step, repeat=15, number=10)
+    t_hand_train = median_time(hand_step, repeat=15, number=10)
+    t_infer = median_time(lambda: infer.forward(is_train=False), repeat=15, number=10)
+    t_hand_infer = median_time(hand.forward, repeat=15, number=10)
+    print(f"MLP {'-'.join(map(str, SIZES))}, batch {BATCH}, threads "
+          f"{os.environ.get('OMP_NUM_THREADS', 'default')}:")
+    for label, ours, theirs, mx in (("train step", t_train, t_hand_train, MXNET_MS["train"]),
+                                    ("inference ", t_infer, t_hand_infer, MXNET_MS["infer"])):
+        print(f"  {label}: graphexec {ours * 1e3:6.2f} ms   hand numpy {theirs * 1e3:6.2f} ms   "
+              f"ratio {ours / theirs:.3f} (goal <= 1.0)   MXNet 1.9.1 {mx} ms")
+
+
+if __name__ == "__main__":
+    main()
