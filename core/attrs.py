@@ -26,8 +26,6 @@ def to_attr_string(value: Any) -> str:
         return value
     if isinstance(value, (np.dtype, type)):
         return np.dtype(value).name
-    if isinstance(value, list):
-        value = tuple(value)
     return str(value)
 
 

@@ -331,7 +331,7 @@ def create_op_symbol(called: str, args: Sequence[Any], kwargs: dict[str, Any]) -
     name = kwargs.pop("name", None)
     extra_attr = kwargs.pop("attr", None)
     sym_kwargs = {k: v for k, v in kwargs.items() if isinstance(v, Symbol)}
-    raw = {k: v for k, v in kwargs.items() if k not in sym_kwargs and v is not None}
+    raw = {k: v for k, v in kwargs.items() if k not in sym_kwargs}
     positional = list(args)
     for a in positional:
         if not isinstance(a, Symbol):

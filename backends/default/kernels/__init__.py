@@ -7,7 +7,8 @@ from .base import INPLACE, KERNELS
 
 __all__ = ["load_all", "FAMILIES", "INPLACE"]
 
-FAMILIES = ("elemwise", "elemwise_grad", "nn", "tensor", "reduce", "indexing", "loss")
+FAMILIES = ("elemwise", "elemwise_grad", "nn", "tensor", "slicing", "matrix", "reduce", "indexing",
+            "loss")
 
 
 def load_all() -> dict:

@@ -1,1 +1,90 @@
-"""Kernels of the tensor family."""
+"""Kernels of the shape-manipulation ops (core/ops/tensor.py). Each one copies a view of
+its input into the preallocated output: views are set up once per bind, so a run is one
+``copyto`` (or a short list of them)."""
+from __future__ import annotations
+
+from functools import partial
+
+from graphexec.core.ops.tensor import swap_dims, tile_reps, transpose_axes
+
+from .base import kernel
+
+__all__ = ["out_view", "copy_plan"]
+
+
+def out_view(out, shape):
+    """``out`` seen with another shape. Output buffers are planned C-contiguous arrays, so
+    this is a view whose writes land in ``out``."""
+    if not out.flags.c_contiguous:
+        raise ValueError(f"output buffer of shape {out.shape} is not C-contiguous; cannot "
+                         f"write it through a reshaped view")
+    return out.reshape(shape)
+
+
+def copy_plan(xp, pairs):
+    """A kernel running ``copyto(dst, src)`` for each precomputed (dst, src) view pair."""
+    pairs = list(pairs)
+    if len(pairs) == 1:
+        return partial(xp.copyto, *pairs[0])
+
+    def run():
+        for dst, src in pairs:
+            xp.copyto(dst, src)
+    return run
+
+
+@kernel("Flatten", "Reshape", "expand_dims", "squeeze", inplace=True)
+def reshape_copy(call):
+    x, out = call.inputs[0], call.outputs[0]
+    return copy_plan(call.xp, [(out_view(out, x.shape), x)])
+
+
+@kernel("transpose")
+def transpose(call):
+    x = call.inputs[0]
+    return copy_plan(call.xp, [(call.outputs[0], x.transpose(transpose_axes(call.params, x.ndim)))])
+
+
+@kernel("SwapAxis")
+def swap_axis(call):
+    x = call.inputs[0]
+    a, b = swap_dims(call.params, x.ndim)
+    return copy_plan(call.xp, [(call.outputs[0], call.xp.swapaxes(x, a, b))])
+
+
+@kernel("tile")
+def tile(call):
+    """out seen as (r0, d0, r1, d1, ...) receives x broadcast along every r axis."""
+    x, out = call.inputs[0], call.outputs[0]
+    reps, lead = tile_reps(call.params, x.ndim)
+    dims = (1,) * lead + x.shape
+    paired = tuple(v for r, d in zip(reps, dims) for v in (r, d))
+    src = x[(None,) * lead][tuple(k for _ in dims for k in (None, slice(None)))]
+    return copy_plan(call.xp, [(out_view(out, paired), src)])
+
+
+@kernel("repeat")
+def repeat(call):
+    """out seen as x's shape with an extra axis of size ``repeats`` after the repeated one."""
+    x, out, p = call.inputs[0], call.outputs[0], call.params
+    if p.axis is None:
+        shape, src = x.shape + (p.repeats,), x[..., None]
+    else:
+        a = p.axis % x.ndim
+        shape = x.shape[:a + 1] + (p.repeats,) + x.shape[a + 1:]
+        src = x[(slice(None),) * (a + 1) + (None,)]
+    return copy_plan(call.xp, [(out_view(out, shape), src)])
+
+
+@kernel("reverse")
+def reverse(call):
+    x = call.inputs[0]
+    flip = {a % x.ndim for a in call.params.axis}
+    view = x[tuple(slice(None, None, -1) if i in flip else slice(None) for i in range(x.ndim))]
+    return copy_plan(call.xp, [(call.outputs[0], view)])
+
+
+@kernel("broadcast_to", "broadcast_axis", "broadcast_like")
+def broadcast(call):
+    """copyto broadcasts the size-1 axes of the input over the output."""
+    return copy_plan(call.xp, [(call.outputs[0], call.inputs[0])])

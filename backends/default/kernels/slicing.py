@@ -1,0 +1,127 @@
+"""Kernels of Concat, stack, SliceChannel, slice, slice_axis, slice_like, Pad and
+UpSampling (core/ops/slicing.py): copies between views fixed at bind time."""
+from __future__ import annotations
+
+from graphexec.core.ops.slicing import slice_axis_bounds, slice_bounds, slice_like_axes
+
+from .base import kernel
+from .tensor import copy_plan, out_view
+
+
+def _along(ndim: int, axis: int, index) -> tuple:
+    """An index tuple selecting ``index`` on ``axis`` and everything elsewhere."""
+    return (slice(None),) * axis + (index,) + (slice(None),) * (ndim - axis - 1)
+
+
+@kernel("Concat")
+def concat(call):
+    out = call.outputs[0]
+    ax = call.params.dim % out.ndim
+    pairs, start = [], 0
+    for x in call.inputs:
+        stop = start + x.shape[ax]
+        pairs.append((out[_along(out.ndim, ax, slice(start, stop))], x))
+        start = stop
+    return copy_plan(call.xp, pairs)
+
+
+@kernel("stack")
+def stack(call):
+    out = call.outputs[0]
+    ax = call.params.axis % out.ndim
+    return copy_plan(call.xp, [(out[_along(out.ndim, ax, i)], x)
+                               for i, x in enumerate(call.inputs)])
+
+
+@kernel("SliceChannel")
+def split(call):
+    x, p = call.inputs[0], call.params
+    ax = p.axis % x.ndim
+    k = x.shape[ax] // p.num_outputs
+    parts = [i if p.squeeze_axis else slice(i * k, (i + 1) * k) for i in range(p.num_outputs)]
+    return copy_plan(call.xp, [(o, x[_along(x.ndim, ax, part)])
+                               for o, part in zip(call.outputs, parts)])
+
+
+@kernel("slice")
+def slice_(call):
+    x = call.inputs[0]
+    return copy_plan(call.xp, [(call.outputs[0], x[tuple(slice_bounds(call.params, x.shape))])])
+
+
+@kernel("slice_axis")
+def slice_axis(call):
+    x = call.inputs[0]
+    ax, b, e = slice_axis_bounds(call.params, x.shape)
+    return copy_plan(call.xp, [(call.outputs[0], x[_along(x.ndim, ax, slice(b, e))])])
+
+
+@kernel("slice_like")
+def slice_like(call):
+    x, like = call.inputs
+    axes = slice_like_axes(call.params, x.shape, like.shape)
+    index = tuple(slice(0, like.shape[i]) if i in axes else slice(None) for i in range(x.ndim))
+    return copy_plan(call.xp, [(call.outputs[0], x[index])])
+
+
+# -- Pad ------------------------------------------------------------------------------------
+def _border_copies(out, widths: list[tuple[int, int]], mode: str) -> list:
+    """(dst, src) views filling the borders of ``out`` from its interior, one axis after
+    the other (later axes read the borders earlier ones wrote, so corners come out right)."""
+    pairs = []
+    for ax, (before, after) in enumerate(widths):
+        n = out.shape[ax]
+        stop = n - after
+        if before:
+            src = slice(before, before + 1) if mode == "edge" else slice(2 * before, before, -1)
+            pairs.append((out[_along(out.ndim, ax, slice(0, before))],
+                          out[_along(out.ndim, ax, src)]))
+        if after:
+            end = stop - 2 - after
+            src = slice(stop - 1, stop) if mode == "edge" else \
+                slice(stop - 2, end if end >= 0 else None, -1)
+            pairs.append((out[_along(out.ndim, ax, slice(stop, n))],
+                          out[_along(out.ndim, ax, src)]))
+    return pairs
+
+
+@kernel("Pad")
+def pad(call):
+    xp, x, out, p = call.xp, call.inputs[0], call.outputs[0], call.params
+    widths = [(p.pad_width[2 * i], p.pad_width[2 * i + 1]) for i in range(x.ndim)]
+    inner = out[tuple(slice(b, out.shape[i] - a) for i, (b, a) in enumerate(widths))]
+    if p.mode == "constant":
+        value = out.dtype.type(p.constant_value)
+
+        def run():
+            out.fill(value)
+            xp.copyto(inner, x)
+        return run
+    return copy_plan(xp, [(inner, x)] + _border_copies(out, widths, p.mode))
+
+
+# -- UpSampling (nearest) -------------------------------------------------------------------
+def _blocks(out, x, c0: int, c1: int):
+    """(dst, src): out[:, c0:c1] seen as (n, c, h, s, w, s) and x with the s axes added."""
+    h, w = x.shape[2:]
+    s = out.shape[2] // h
+    dst = out_view(out, out.shape[:2] + (h, s, w, s))[:, c0:c1]
+    return dst, x[:, :, :, None, :, None]
+
+
+@kernel("UpSampling")
+def upsampling(call):
+    xp, out, ins = call.xp, call.outputs[0], call.inputs
+    if call.params.multi_input_mode == "sum":
+        first, *rest = [_blocks(out, x, 0, out.shape[1]) for x in ins]
+
+        def run():
+            xp.copyto(*first)
+            for dst, src in rest:
+                xp.add(dst, src, out=dst)
+        return run
+    pairs, c0 = [], 0
+    for x in ins:
+        pairs.append(_blocks(out, x, c0, c0 + x.shape[1]))
+        c0 += x.shape[1]
+    return copy_plan(xp, pairs)
