@@ -79,6 +79,8 @@ class Replay:
 
     def _make_exec(self, b: dict, sym, inputs: dict) -> gx.Executor:
         ctx = gx.cpu()
+        if not self.backward:  # forward-only replay: no gradient buffers, no backward graph
+            b = dict(b, grad_req={n: "null" for n in b["grad_req"]})
         if b["method"] == "bind":
             args, aux = _arg_arrays(sym, inputs)
             grads = {n: np.zeros_like(a) for n, a in args.items()

@@ -114,3 +114,7 @@ CASES += [
            gen=lambda r, s, d, i: (r.integers(0, 2, size=s).astype(d) if i == 0 else None)),
     OpCase("add_n", [S, S, S], _f64(lambda a, b, c: a + b + c)),
 ]
+CASES += [
+    OpCase("_grad_add", [S, S], _f64(np.add)),
+    OpCase("_identity_with_attr_like_rhs", [S, S], lambda a, b: a, grad_inputs=(0,)),
+]

@@ -1,1 +1,295 @@
-"""Kernels of the nn family."""
+"""Native kernels of the nn family: FullyConnected, Activation, LeakyReLU, Dropout, softmax,
+log_softmax, SoftmaxActivation, BatchNorm and LayerNorm. Written against ``call.xp`` so numpy
+and CuPy share the code; float16 data is computed in float32 where MXNet accumulates in
+float32 (softmax, normalisation statistics)."""
+from __future__ import annotations
+
+import math
+from functools import partial
+
+import numpy as np
+
+from .base import cast_scalar, kernel, special
+
+__all__ = ["reshaper", "work_dtype", "matmul_into", "softmax_fn"]
+
+# SELU constants (Klambauer et al. 2017), as MXNet
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_LAMBDA = 1.0507009873554804934193349852946
+
+
+def reshaper(arr, shape):
+    """A zero-argument function returning ``arr`` reshaped to ``shape``: one view made now
+    when ``arr`` is contiguous, else a reshape per call (a bound user array may be strided)."""
+    if arr.flags.c_contiguous:
+        view = arr.reshape(shape)
+        return lambda: view
+    return lambda: arr.reshape(shape)
+
+
+def work_dtype(dtype) -> np.dtype:
+    """float32 for float16 (MXNet's accumulation type), the dtype itself otherwise."""
+    dtype = np.dtype(dtype)
+    return np.dtype("float32") if dtype == np.float16 else dtype
+
+
+def matmul_into(xp, a, b, out) -> None:
+    """out = a @ b (broadcast over leading axes); float16 goes through float32, as numpy has
+    no accumulating float16 matmul (cuBLAS/MXNet accumulate float16 products in float32)."""
+    if out.dtype == np.float16:
+        xp.copyto(out, xp.matmul(a.astype(np.float32), b.astype(np.float32)),
+                  casting="unsafe")
+    else:
+        xp.matmul(a, b, out=out)
+
+
+# -- FullyConnected -----------------------------------------------------------------------
+@kernel("FullyConnected")
+def fully_connected(call):
+    """out = data (flattened to 2-D, or over its last axis) @ weight.T + bias."""
+    xp, p, x, w = call.xp, call.params, call.inputs[0], call.inputs[1]
+    out = call.outputs[0]
+    rows = x.shape[0] if p.flatten else math.prod(x.shape[:-1])
+    data = reshaper(x, (rows, -1))
+    out2 = out.reshape(rows, p.num_hidden)
+    bias = None if p.no_bias else call.inputs[2]
+
+    def run():
+        matmul_into(xp, data(), w.T, out2)
+        if bias is not None:
+            xp.add(out2, bias, out=out2)
+    return run
+
+
+# -- activations --------------------------------------------------------------------------
+def _softsign(xp, x, y):
+    # a temporary keeps this right when the planner runs it in place (y is x)
+    xp.divide(x, xp.abs(x) + 1, out=y)
+
+
+_ACTIVATIONS = {
+    "relu": lambda xp, x, y: xp.maximum(x, 0, out=y),
+    "sigmoid": lambda xp, x, y: special(xp).expit(x, out=y),
+    "tanh": lambda xp, x, y: xp.tanh(x, out=y),
+    "softrelu": lambda xp, x, y: xp.logaddexp(x, 0, out=y),
+    "softsign": _softsign,
+}
+
+
+@kernel("Activation")
+def activation(call):
+    fn = _ACTIVATIONS[call.params.act_type]
+    return partial(fn, call.xp, call.inputs[0], call.outputs[0])
+
+
+def _negative_part(xp, x, y, fn):
+    """y = x where x > 0, fn(min(x, 0)) elsewhere (min keeps exp from overflowing)."""
+    xp.minimum(x, 0, out=y)
+    fn(y)
+    xp.copyto(y, x, where=x > 0)
+
+
+def _scaled_expm1(xp, y, alpha, scale=1.0):
+    xp.expm1(y, out=y)
+    xp.multiply(y, cast_scalar(alpha * scale, y), out=y)
+
+
+@kernel("LeakyReLU")
+def leaky_relu(call):
+    """leaky / elu / selu / gelu (erf form) / prelu (gamma per channel or scalar) / rrelu."""
+    xp, p, x, y = call.xp, call.params, call.inputs[0], call.outputs[0]
+    kind = p.act_type
+    if kind == "leaky":
+        return partial(_negative_part, xp, x, y,
+                       lambda t: xp.multiply(t, cast_scalar(p.slope, t), out=t))
+    if kind == "elu":
+        return partial(_negative_part, xp, x, y, lambda t: _scaled_expm1(xp, t, p.slope))
+    if kind == "selu":
+        lam = cast_scalar(_SELU_LAMBDA, y)
+
+        def selu():
+            _negative_part(xp, x, y, lambda t: _scaled_expm1(xp, t, _SELU_ALPHA))
+            xp.multiply(y, lam, out=y)
+        return selu
+    if kind == "gelu":
+        return partial(_gelu, xp, x, y)
+    if kind == "prelu":
+        return _prelu(call)
+    return _rrelu(call)
+
+
+def _gelu(xp, x, y):
+    """The erf form 0.5 * x * (1 + erf(x / sqrt(2)))."""
+    xp.multiply(x, cast_scalar(1 / math.sqrt(2), y), out=y)
+    special(xp).erf(y, out=y)
+    xp.add(y, 1, out=y)
+    xp.multiply(y, x, out=y)
+    xp.multiply(y, cast_scalar(0.5, y), out=y)
+
+
+def _prelu(call):
+    xp, x, gamma, y = call.xp, call.inputs[0], call.inputs[1], call.outputs[0]
+    shape = [1] * x.ndim
+    if gamma.shape[0] != 1:
+        shape[1] = gamma.shape[0]
+    g = gamma.reshape(shape)
+    return partial(_negative_part, xp, x, y, lambda t: xp.multiply(t, g, out=t))
+
+
+def _rrelu(call):
+    """Training draws one slope per element from U(lower, upper) into ``mask``; inference
+    uses their mean (lower + upper) / 2 (MXNet leaves the mask unwritten there)."""
+    xp, p, x = call.xp, call.params, call.inputs[0]
+    y, mask = call.outputs
+
+    def run():
+        if call.is_train:
+            draw = call.rng.uniform(p.lower_bound, p.upper_bound, size=mask.shape)
+            xp.copyto(mask, xp.asarray(draw), casting="unsafe")
+        else:
+            mask.fill((p.lower_bound + p.upper_bound) / 2)
+        _negative_part(xp, x, y, lambda t: xp.multiply(t, mask, out=t))
+    return run
+
+
+# -- Dropout ------------------------------------------------------------------------------
+@kernel("Dropout")
+def dropout(call):
+    """Training (or mode='always'): mask = Bernoulli(1 - p) / (1 - p), drawn from
+    ``call.rng`` in the mask's shape (size 1 along ``axes``), output = data * mask."""
+    xp, p, x = call.xp, call.params, call.inputs[0]
+    out, mask = call.outputs
+    if not (call.is_train or p.mode == "always"):
+        return partial(xp.copyto, out, x)
+    keep = 1.0 - p.p
+    scale = 1.0 / keep if keep > 0 else 0.0
+
+    def run():
+        draw = call.rng.random(mask.shape, dtype=np.float32) < keep
+        xp.copyto(mask, xp.asarray(draw * np.float32(scale)), casting="unsafe")
+        xp.multiply(x, mask, out=out)
+    return run
+
+
+# -- softmax family -----------------------------------------------------------------------
+def softmax_fn(xp, x, out, axis: int | tuple, temperature: float | None = None,
+               log: bool = False):
+    """A zero-argument callable writing softmax (or log-softmax) of ``x`` along ``axis`` (an
+    int or a tuple of axes taken together) into ``out``, stable (the max is subtracted
+    first); float16 goes through float32."""
+    wdt = np.result_type(work_dtype(x.dtype), out.dtype)
+    work = out if out.dtype == wdt else xp.empty(out.shape, wdt)
+    inv_t = None if temperature in (None, 1.0) else 1.0 / temperature
+
+    def run():
+        xp.subtract(x, x.max(axis=axis, keepdims=True), out=work)
+        if inv_t is not None:
+            xp.multiply(work, inv_t, out=work)
+        if log:
+            xp.subtract(work, xp.log(xp.exp(work).sum(axis=axis, keepdims=True)), out=work)
+        else:
+            xp.exp(work, out=work)
+            xp.divide(work, work.sum(axis=axis, keepdims=True), out=work)
+        if work is not out:
+            xp.copyto(out, work, casting="unsafe")
+    return run
+
+
+def _softmax_length_fn(xp, x, length, out, axis: int, temperature: float | None):
+    """softmax over the first ``length`` entries along ``axis``; the rest (and rows of length
+    0) are 0."""
+    wdt = np.result_type(work_dtype(x.dtype), out.dtype)
+    pos = xp.arange(x.shape[axis]).reshape([-1 if i == axis else 1 for i in range(x.ndim)])
+    t = 1.0 if temperature is None else temperature
+
+    def run():
+        valid = pos < xp.expand_dims(length, axis)
+        work = xp.where(valid, x.astype(wdt) / t, -xp.inf)
+        top = work.max(axis=axis, keepdims=True)
+        top = xp.where(xp.isfinite(top), top, 0)
+        e = xp.exp(work - top)
+        total = e.sum(axis=axis, keepdims=True)
+        xp.copyto(out, e / xp.where(total == 0, 1, total), casting="unsafe")
+    return run
+
+
+@kernel("softmax")
+def softmax(call):
+    p, x = call.params, call.inputs[0]
+    axis = p.axis % x.ndim
+    if p.use_length:
+        return _softmax_length_fn(call.xp, x, call.inputs[1], call.outputs[0], axis,
+                                  p.temperature)
+    return softmax_fn(call.xp, x, call.outputs[0], axis, p.temperature)
+
+
+@kernel("log_softmax")
+def log_softmax(call):
+    p, x = call.params, call.inputs[0]
+    return softmax_fn(call.xp, x, call.outputs[0], p.axis % x.ndim, p.temperature, log=True)
+
+
+@kernel("SoftmaxActivation")
+def softmax_activation(call):
+    """mode 'instance': over the last axis; 'channel': over axis 1 (as MXNet computes)."""
+    x = call.inputs[0]
+    axis = 1 if call.params.mode == "channel" else x.ndim - 1
+    return softmax_fn(call.xp, x, call.outputs[0], axis)
+
+
+# -- normalisation ------------------------------------------------------------------------
+@kernel("BatchNorm")
+def batch_norm(call):
+    """Batch statistics (biased variance) when training without use_global_stats, else the
+    moving ones. Outputs mean and var hold the mean and the inverse standard deviation; the
+    moving statistics are left alone (MXNet updates them in backward)."""
+    xp, p = call.xp, call.params
+    x, gamma, beta, moving_mean, moving_var = call.inputs
+    out, mean, invstd = call.outputs
+    axis = p.axis % x.ndim
+    reduce = tuple(i for i in range(x.ndim) if i != axis)
+    bshape = [1] * x.ndim
+    bshape[axis] = x.shape[axis]
+    batch = call.is_train and not p.use_global_stats
+    var = xp.empty(mean.shape, mean.dtype)
+    eps = cast_scalar(p.eps, var)
+
+    def run():
+        if batch:
+            xw = x if x.dtype == mean.dtype else x.astype(mean.dtype)
+            xp.mean(xw, axis=reduce, out=mean)
+            xp.var(xw, axis=reduce, out=var)
+        else:
+            xp.copyto(mean, moving_mean, casting="unsafe")
+            xp.copyto(var, moving_var, casting="unsafe")
+        xp.add(var, eps, out=invstd)
+        xp.sqrt(invstd, out=invstd)
+        xp.reciprocal(invstd, out=invstd)
+        scale = invstd if p.fix_gamma else invstd * gamma
+        shift = beta - mean * scale
+        xp.multiply(x, scale.reshape(bshape), out=out, casting="unsafe")
+        xp.add(out, shift.reshape(bshape), out=out, casting="unsafe")
+    return run
+
+
+@kernel("LayerNorm")
+def layer_norm(call):
+    """(x - mean) / sqrt(var + eps) * gamma + beta along ``axis``; outputs mean and std keep
+    the reduced axis with size 1."""
+    xp, p = call.xp, call.params
+    x, gamma, beta = call.inputs
+    out, mean, std = call.outputs
+    axis = p.axis % x.ndim
+    bshape = [1] * x.ndim
+    bshape[axis] = x.shape[axis]
+    wdt = work_dtype(x.dtype)
+
+    def run():
+        xw = x if x.dtype == wdt else x.astype(wdt)
+        mu = xw.mean(axis=axis, keepdims=True)
+        sd = xp.sqrt(xw.var(axis=axis, keepdims=True) + p.eps)
+        y = (xw - mu) / sd * gamma.reshape(bshape) + beta.reshape(bshape)
+        xp.copyto(out, y, casting="unsafe")
+        xp.copyto(mean, mu, casting="unsafe")
+        xp.copyto(std, sd, casting="unsafe")
+    return run
