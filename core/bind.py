@@ -143,10 +143,12 @@ def _infer(sym: Symbol, ig: IndexedGraph, shapes: dict, dtypes: dict, exact: boo
 
 
 def build_graph(sym: Symbol, ig: IndexedGraph, arg_arrays: list, aux_arrays: list,
-                reqs: dict[str, str], inferred: Graph | None = None) -> Graph:
+                reqs: dict[str, str], inferred: Graph | None = None,
+                mirror: bool | None = None) -> Graph:
     """The executed graph: the forward graph plus, when some grad_req is not null, the
     backward graph (gradient pass); shapes and dtypes inferred from the bound arrays.
-    ``inferred`` is a forward graph already inferred from the same arrays (reused)."""
+    ``inferred`` is a forward graph already inferred from the same arrays (reused);
+    ``mirror`` overrides MXNET_BACKWARD_DO_MIRROR."""
     grad_nids = [nid for nid in ig.arg_nodes if reqs[ig.nodes[nid].name] != "null"]
     if not grad_nids and inferred is not None:
         return inferred
@@ -156,7 +158,9 @@ def build_graph(sym: Symbol, ig: IndexedGraph, arg_arrays: list, aux_arrays: lis
     if not grad_nids:
         return _infer(sym, ig, {k: a.shape for k, a in given.items()},
                       {k: a.dtype for k, a in given.items()}, exact=True)
-    g = apply_passes(Graph(sym.outputs, {"grad_args": grad_nids}, ig), ["gradient"])
+    attrs = {"grad_args": grad_nids} if mirror is None else {"grad_args": grad_nids,
+                                                              "mirror": mirror}
+    g = apply_passes(Graph(sym.outputs, attrs, ig), ["gradient"])
     full = g.indexed
     seeds = {full.node_id[id(ig.nodes[k])]: a for k, a in given.items()}
     g = g.with_attrs(shape_inputs={k: tuple(a.shape) for k, a in seeds.items()},

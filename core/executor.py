@@ -204,6 +204,28 @@ class Executor:
                 dst[...] = value
 
     # -- introspection ---------------------------------------------------------------------
+    @property
+    def memory_plan(self) -> dict[str, int]:
+        """Bytes the memory planner allocated (``planned_bytes``), what one buffer per entry
+        would take (``unplanned_bytes``) and, when backward mirroring recomputes forward
+        values, the bytes mirroring saved (``mirror_saved_bytes``)."""
+        attrs = self._plan.graph.attrs
+        plan = {"planned_bytes": attrs["planned_bytes"],
+                "unplanned_bytes": attrs["unplanned_bytes"]}
+        if any(n.name.endswith("_mirror") for n in self._plan.graph.indexed.nodes):
+            plan["mirror_saved_bytes"] = self._unmirrored_bytes() - plan["planned_bytes"]
+        return plan
+
+    def _unmirrored_bytes(self) -> int:
+        from .bind import build_graph
+        from .graph import IndexedGraph
+        from .passes.manager import apply_passes
+        g = build_graph(self._symbol, IndexedGraph(self._symbol.outputs), self.arg_arrays,
+                        self.aux_arrays, self._grad_req, mirror=False)
+        external, _, _ = self._external_storage(g)
+        g = apply_passes(g.with_attrs(external_entries=set(external)), ["plan_memory"])
+        return g.attrs["planned_bytes"]
+
     def debug_str(self) -> str:
         """The executed graph in MXNet's layout, ending with the allocated memory."""
         from .debug_str import graph_debug_str

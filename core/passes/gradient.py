@@ -7,8 +7,14 @@ Several contributions to one entry are summed as MXNet's executor does: one Elem
 below MXNET_EXEC_INPLACE_GRAD_SUM_CAP (default 8), a chain of ``_grad_add`` at or above it;
 ``zeros_like`` contributions are dropped from sums.
 
+Mirroring (MXNET_BACKWARD_DO_MIRROR=1, or the ``__force_mirroring__`` node attribute): the
+gradient rules of mirrored nodes read a recomputed copy (``<node>_mirror``) instead of the
+forward result, so the forward value need not stay alive until backward (the memory planner
+then frees it early). Never mirrored: Dropout; with the variable only: everything but
+Convolution, FullyConnected, Concat, SoftmaxOutput and BatchNorm (MXNet's rule).
+
 Input graph attrs: ``grad_args`` (node ids of the arguments to differentiate, in
-list_arguments order). Output: outputs = forward outputs + one gradient entry per grad arg;
+list_arguments order), optional ``mirror`` (bool, default from MXNET_BACKWARD_DO_MIRROR). Output: outputs = forward outputs + one gradient entry per grad arg;
 attrs ``num_forward_outputs``, ``num_forward_nodes``, ``head_grad_nodes`` (per forward output,
 the ``_head_grad_<i>`` variable node, or None when the head is a loss that ignores it).
 """
@@ -88,13 +94,15 @@ def gradient_pass(graph: Graph) -> Graph:
         contrib.setdefault((id(out.node), out.index), []).append(hg)
     targets = {id(ig.nodes[nid]) for nid in graph.attrs["grad_args"]}
     needed = _nodes_needing_grad(ig, targets)
+    do_mirror = graph.attrs.get("mirror", os.environ.get("MXNET_BACKWARD_DO_MIRROR", "0") != "0")
+    mirrors = _mirror_map(ig, do_mirror)
     for nid in reversed(range(len(ig.nodes))):
         node = ig.nodes[nid]
         if node.op is None or nid not in needed:
             continue
         ograds = [aggregate(b, contrib.get((id(node), k), []), Entry(node, k))
                   for k in range(node.num_outputs)]
-        for k, g in enumerate(_apply_rule(b, node, ograds)):
+        for k, g in enumerate(_apply_rule(b, mirrors.get(id(node), node), ograds)):
             if g is not None:
                 contrib.setdefault((id(node.inputs[k].node), node.inputs[k].index), []).append(g)
     grads = _grad_outputs(b, ig, graph.attrs["grad_args"], contrib)
@@ -103,6 +111,33 @@ def gradient_pass(graph: Graph) -> Graph:
     num_fwd = max(full.indexed.node_id[id(e.node)] for e in fwd_outputs) + 1
     return full.with_attrs(num_forward_outputs=len(fwd_outputs), num_forward_nodes=num_fwd,
                            head_grad_nodes=[v if id(v) in used else None for v in head_vars])
+
+
+_NEVER_MIRROR = frozenset(("Convolution", "FullyConnected", "Concat", "SoftmaxOutput",
+                           "BatchNorm"))
+
+
+def need_mirror(node: Node, do_mirror: bool) -> bool:
+    """MXNet's need_mirror rule (graph_executor.cc)."""
+    if node.op is None or node.op.name == "Dropout":
+        return False
+    if node.attrs.get("__force_mirroring__", "False").lower() in ("true", "1"):
+        return True
+    return do_mirror and node.op.name not in _NEVER_MIRROR
+
+
+def _mirror_map(ig: IndexedGraph, do_mirror: bool) -> dict[int, Node]:
+    """id(forward node) -> its ``_mirror`` copy, whose inputs are mirrored in turn."""
+    mirrors: dict[int, Node] = {}
+    for node in ig.nodes:
+        if not need_mirror(node, do_mirror):
+            continue
+        copy = Node(node.op, f"{node.name}_mirror", dict(node.attrs), node.params,
+                    [Entry(mirrors.get(id(e.node), e.node), e.index, e.version)
+                     for e in node.inputs],
+                    [mirrors.get(id(d), d) for d in node.control_deps])
+        mirrors[id(node)] = copy
+    return mirrors
 
 
 def _head_gradients(b: GradBuilder, outputs: list[Entry]) -> tuple[list[Entry], list[Node]]:
