@@ -13,6 +13,7 @@ from .errors import BindError, ContextError, UndecidedShapeError
 from .graph import Graph, IndexedGraph
 from .inference import dtype_seeds, shape_seeds
 from .ops.common import known
+from .passes.cse import cse_enabled
 from .passes.manager import apply_passes
 from .symbol import Symbol, check_unique_names
 
@@ -145,24 +146,27 @@ def _infer(sym: Symbol, ig: IndexedGraph, shapes: dict, dtypes: dict, exact: boo
 def build_graph(sym: Symbol, ig: IndexedGraph, arg_arrays: list, aux_arrays: list,
                 reqs: dict[str, str], inferred: Graph | None = None,
                 mirror: bool | None = None) -> Graph:
-    """The executed graph: the forward graph plus, when some grad_req is not null, the
-    backward graph (gradient pass); shapes and dtypes inferred from the bound arrays.
-    ``inferred`` is a forward graph already inferred from the same arrays (reused);
-    ``mirror`` overrides MXNET_BACKWARD_DO_MIRROR."""
-    grad_nids = [nid for nid in ig.arg_nodes if reqs[ig.nodes[nid].name] != "null"]
-    if not grad_nids and inferred is not None:
-        return inferred
+    """The executed graph: the forward graph after common-subexpression elimination plus,
+    when some grad_req is not null, the backward graph (gradient pass); shapes and dtypes
+    inferred from the bound arrays. ``inferred`` is the forward graph already inferred from
+    the same arrays (reused when no pass changes it); ``mirror`` overrides
+    MXNET_BACKWARD_DO_MIRROR."""
     aux_ids = [i for i in ig.input_nodes if i in ig.mutable_input_nodes]
-    given = dict(zip(ig.arg_nodes, arg_arrays))
-    given.update(zip(aux_ids, aux_arrays))
-    if not grad_nids:
-        return _infer(sym, ig, {k: a.shape for k, a in given.items()},
-                      {k: a.dtype for k, a in given.items()}, exact=True)
-    attrs = {"grad_args": grad_nids} if mirror is None else {"grad_args": grad_nids,
-                                                              "mirror": mirror}
-    g = apply_passes(Graph(sym.outputs, attrs, ig), ["gradient"])
+    given = {id(ig.nodes[k]): a for k, a in zip(ig.arg_nodes, arg_arrays)}
+    given.update((id(ig.nodes[k]), a) for k, a in zip(aux_ids, aux_arrays))
+    grad_nodes = [ig.nodes[n] for n in ig.arg_nodes if reqs[ig.nodes[n].name] != "null"]
+    g = Graph(sym.outputs, {}, ig)
+    if cse_enabled():
+        g = apply_passes(g, ["eliminate_common_expr"])
+    if inferred is not None and not grad_nodes and g.indexed is ig:
+        return inferred
+    if grad_nodes:
+        attrs = {"grad_args": [g.indexed.node_id[id(n)] for n in grad_nodes]}
+        if mirror is not None:
+            attrs["mirror"] = mirror
+        g = apply_passes(g.with_attrs(**attrs), ["gradient"])
     full = g.indexed
-    seeds = {full.node_id[id(ig.nodes[k])]: a for k, a in given.items()}
+    seeds = {full.node_id[key]: a for key, a in given.items()}
     g = g.with_attrs(shape_inputs={k: tuple(a.shape) for k, a in seeds.items()},
                      dtype_inputs={k: a.dtype for k, a in seeds.items()})
     return apply_passes(g, ["infer_shape", "infer_type"])

@@ -234,7 +234,9 @@ class Executor:
     def get_optimized_symbol(self) -> Symbol:
         """The symbol after the executor's graph passes."""
         from .symbol import copy_graph
-        return Symbol(copy_graph(self._plan.graph.outputs))
+        graph = self._plan.graph
+        num_out = graph.attrs.get("num_forward_outputs", len(graph.outputs))
+        return Symbol(copy_graph(graph.outputs[:num_out]))
 
     @property
     def symbol(self) -> Symbol:

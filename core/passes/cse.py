@@ -1,0 +1,58 @@
+"""Common-subexpression elimination (MXNET_ELIMINATE_COMMON_EXPR, default on).
+
+Two operator nodes are merged when they apply the same operator with the same attributes to
+the same input entries. Nodes with auxiliary (mutable) inputs, control dependencies, inner
+subgraphs or randomness are never merged. The input graph is not modified: nodes whose inputs
+change are copied. When nothing merges, the input graph itself is returned (so a second run
+is a no-op).
+"""
+from __future__ import annotations
+
+import os
+
+from ..graph import Entry, Graph, Node
+from .manager import register_pass
+
+__all__ = ["eliminate_common_expr_pass", "cse_enabled"]
+
+_NEVER_MERGE_OPS = frozenset(("Dropout",))
+
+
+def cse_enabled() -> bool:
+    return os.environ.get("MXNET_ELIMINATE_COMMON_EXPR", "1") not in ("0", "false", "False")
+
+
+@register_pass("eliminate_common_expr")
+def eliminate_common_expr_pass(graph: Graph) -> Graph:
+    ig = graph.indexed
+    replaced: dict[int, Node] = {}   # id(original node) -> node standing for it
+    seen: dict[tuple, Node] = {}
+    merged = False
+    for node in ig.nodes:
+        new_inputs = [Entry(replaced.get(id(e.node), e.node), e.index, e.version)
+                      for e in node.inputs]
+        current = node
+        if any(a.node is not b.node for a, b in zip(new_inputs, node.inputs)):
+            current = Node(node.op, node.name, node.attrs, node.params, new_inputs,
+                           node.control_deps, node.subgraphs)
+        if _mergeable(current):
+            key = (current.op.name, tuple(sorted(current.attrs.items())),
+                   tuple((id(e.node), e.index) for e in current.inputs))
+            twin = seen.get(key)
+            if twin is not None:
+                current = twin
+                merged = True
+            else:
+                seen[key] = current
+        if current is not node:
+            replaced[id(node)] = current
+    if not merged:
+        return graph
+    outputs = [Entry(replaced.get(id(e.node), e.node), e.index, e.version) for e in graph.outputs]
+    return Graph(outputs, dict(graph.attrs))
+
+
+def _mergeable(node: Node) -> bool:
+    op = node.op
+    return (op is not None and not op.has_aux and not node.control_deps and not node.subgraphs
+            and op.name not in _NEVER_MERGE_OPS and "random" not in op.traits)
