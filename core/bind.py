@@ -15,6 +15,7 @@ from .inference import dtype_seeds, shape_seeds
 from .ops.common import known
 from .passes.cse import cse_enabled
 from .passes.manager import apply_passes
+from .sharing import shared_arrays
 from .symbol import Symbol, check_unique_names
 
 __all__ = ["bind", "simple_bind", "normalize_grad_req", "GRAD_REQS"]
@@ -112,11 +113,11 @@ def bind(sym: Symbol, ctx: Context, args: Any, args_grad: Any = None, grad_req: 
     """Bind user arrays (list in list_arguments order, or dict by name) to ``sym``."""
     _check_unsupported(group2ctx=group2ctx)
     with gc_paused():
-        return _bind(sym, ctx, args, args_grad, grad_req, aux_states, group2ctx)
+        return _bind(sym, ctx, args, args_grad, grad_req, aux_states, group2ctx, shared_exec)
 
 
 def _bind(sym: Symbol, ctx: Context, args: Any, args_grad: Any, grad_req: Any,
-          aux_states: Any, group2ctx: Any):
+          aux_states: Any, group2ctx: Any, shared_exec: Any):
     from .executor import Executor
     ctx = Context(ctx) if not isinstance(ctx, Context) else ctx
     ig = IndexedGraph(sym.outputs)
@@ -134,7 +135,8 @@ def _bind(sym: Symbol, ctx: Context, args: Any, args_grad: Any, grad_req: Any,
             raise BindError(f"args_grad[{n!r}] has shape {grad_arrays[i].shape} but the argument "
                             f"has shape {arg_arrays[i].shape}")
     graph = build_graph(sym, ig, arg_arrays, aux_arrays, reqs)
-    return Executor(sym, ctx, graph, arg_arrays, grad_arrays, aux_arrays, reqs, group2ctx)
+    return Executor(sym, ctx, graph, arg_arrays, grad_arrays, aux_arrays, reqs, group2ctx,
+                    shared_exec)
 
 
 def _infer(sym: Symbol, ig: IndexedGraph, shapes: dict, dtypes: dict, exact: bool) -> Graph:
@@ -201,9 +203,12 @@ def simple_bind(sym: Symbol, ctx: Context, grad_req: Any = "write",
                 shared_buffer: dict | None = None, **shapes: Any):
     """Infer every shape and dtype from ``shapes`` (and ``type_dict``; float32 by default),
     allocate zero-filled arguments, gradients and auxiliary states, and bind them."""
-    _check_unsupported(group2ctx=group2ctx, shared_buffer=shared_buffer)
+    _check_unsupported(group2ctx=group2ctx)
+    if shared_buffer is not None and not isinstance(shared_buffer, dict):
+        raise BindError(f"shared_buffer must be a dict, got {type(shared_buffer).__name__}")
     with gc_paused():
-        return _simple_bind(sym, ctx, grad_req, type_dict, group2ctx, shapes)
+        return _simple_bind(sym, ctx, grad_req, type_dict, group2ctx, shapes, shared_exec,
+                            shared_arg_names, shared_buffer)
 
 
 def _check_unsupported(**options: Any) -> None:
@@ -215,7 +220,8 @@ def _check_unsupported(**options: Any) -> None:
 
 
 def _simple_bind(sym: Symbol, ctx: Context, grad_req: Any, type_dict: Mapping[str, Any] | None,
-                 group2ctx: Any, shapes: dict[str, Any]):
+                 group2ctx: Any, shapes: dict[str, Any], shared_exec: Any,
+                 shared_arg_names: Sequence[str] | None, shared_buffer: dict | None):
     from .executor import Executor
     ctx = Context(ctx) if not isinstance(ctx, Context) else ctx
     xp = ctx.xp
@@ -236,11 +242,18 @@ def _simple_bind(sym: Symbol, ctx: Context, grad_req: Any, type_dict: Mapping[st
     reqs = normalize_grad_req(grad_req, arg_names)
     sh, dt, rp = g.attrs["shape"], g.attrs["dtype"], ig.row_ptr
 
-    def zeros(nid):
-        return xp.zeros(sh[rp[nid]], dtype=dt[rp[nid]])
-    arg_arrays = [zeros(i) for i in ig.arg_nodes]
-    grad_arrays = [zeros(i) if reqs[n] != "null" else None
-                   for i, n in zip(ig.arg_nodes, arg_names)]
-    aux_arrays = [zeros(i) for i in ig.input_nodes if i in ig.mutable_input_nodes]
+    aux_ids = [i for i in ig.input_nodes if i in ig.mutable_input_nodes]
+    arg_specs = [(sh[rp[i]], dt[rp[i]]) for i in ig.arg_nodes]
+    aux_specs = [(sh[rp[i]], dt[rp[i]]) for i in aux_ids]
+    if shared_buffer is not None:  # MXNet shares only on this path (see core/sharing.py)
+        arg_arrays, grad_arrays, aux_arrays = shared_arrays(
+            arg_names, arg_specs, [ig.nodes[i].name for i in aux_ids], aux_specs, reqs,
+            shared_exec, list(shared_arg_names or ()), shared_buffer, xp)
+    else:  # the arrays are fresh; a shared_exec still lends its internal memory pool
+        arg_arrays = [xp.zeros(s, dtype=t) for s, t in arg_specs]
+        grad_arrays = [xp.zeros(s, dtype=t) if reqs[n] != "null" else None
+                       for (s, t), n in zip(arg_specs, arg_names)]
+        aux_arrays = [xp.zeros(s, dtype=t) for s, t in aux_specs]
     g = build_graph(sym, ig, arg_arrays, aux_arrays, reqs, inferred=g)
-    return Executor(sym, ctx, g, arg_arrays, grad_arrays, aux_arrays, reqs, group2ctx)
+    return Executor(sym, ctx, g, arg_arrays, grad_arrays, aux_arrays, reqs, group2ctx,
+                    shared_exec)

@@ -24,7 +24,7 @@ class Executor:
 
     def __init__(self, symbol: Symbol, ctx: Context, graph: Graph, arg_arrays: list,
                  grad_arrays: list, aux_arrays: list, grad_req: dict[str, str],
-                 group2ctx: Any = None):
+                 group2ctx: Any = None, shared_exec: "Executor | None" = None):
         self._symbol = symbol
         self._ctx = ctx
         self._grad_req = grad_req
@@ -33,7 +33,10 @@ class Executor:
         self.grad_arrays = list(grad_arrays)
         self.aux_arrays = list(aux_arrays)
         external, reqs, arg_reqs = self._external_storage(graph)
-        self._plan = ExecPlan(graph, ctx, external, reqs, arg_reqs)
+        # MXNet shares the internal pool of a shared_exec (reshape, bucketing); new buffers
+        # join that pool so that later executors sharing it can reuse them too
+        self._shared_pool = shared_exec._shared_pool if shared_exec is not None else []
+        self._plan = ExecPlan(graph, ctx, external, reqs, arg_reqs, self._shared_pool)
         ig = graph.indexed
         num_out = graph.attrs.get("num_forward_outputs", len(graph.outputs))
         self.outputs = [self._plan.arrays[e] for e in ig.outputs[:num_out]]
@@ -202,6 +205,13 @@ class Executor:
                     raise ArgumentShapeError(f"copy_params_from: {kind} {name!r} has shape "
                                              f"{dst.shape}, the value has {tuple(value.shape)}")
                 dst[...] = value
+
+    def reshape(self, partial_shaping: bool = False, allow_up_sizing: bool = False,
+                **kwargs: Any) -> "Executor":
+        """A new executor for new input shapes that shares parameters (and memory) with this
+        one; see :func:`graphexec.core.sharing.reshape` for MXNet's rules."""
+        from .sharing import reshape
+        return reshape(self, partial_shaping, allow_up_sizing, kwargs)
 
     # -- introspection ---------------------------------------------------------------------
     @property

@@ -24,7 +24,8 @@ class ExecPlan:
     head gradients); ``reqs`` maps entry ids to 'write' / 'add' / 'null' (default 'write')."""
 
     def __init__(self, graph: Graph, ctx: Context, external: dict[int, Any],
-                 reqs: dict[int, str] | None = None, arg_grad_reqs: dict[int, str] | None = None):
+                 reqs: dict[int, str] | None = None, arg_grad_reqs: dict[int, str] | None = None,
+                 shared_pool: list | None = None):
         self.graph = graph
         self.ctx = ctx
         self.xp = ctx.xp
@@ -32,7 +33,7 @@ class ExecPlan:
         _check_complete(graph)
         self.reqs = reqs or {}
         self.arg_grad_reqs = arg_grad_reqs or {}
-        self.arrays = self._allocate(ig, external)
+        self.arrays = self._allocate(ig, external, shared_pool)
         self.num_forward_nodes = graph.attrs.get("num_forward_nodes", len(ig.nodes))
         op_nodes = [nid for nid, n in enumerate(ig.nodes) if n.op is not None]
         self.segments = {"forward": [n for n in op_nodes if n < self.num_forward_nodes],
@@ -41,7 +42,7 @@ class ExecPlan:
         self._states: dict[int, dict] = {}
         self._monitor: tuple[Callable, bool] | None = None
 
-    def _allocate(self, ig, external: dict[int, Any]) -> list:
+    def _allocate(self, ig, external: dict[int, Any], shared_pool: list | None) -> list:
         """Run the memory planner and carve every planned entry out of the pool buffers."""
         from .passes.manager import apply_passes
         from .passes.plan_memory import EXTERNAL
@@ -51,7 +52,7 @@ class ExecPlan:
             inplace_ok=lambda node: registry.inplace_ok(node.op.name, device)), ["plan_memory"])
         attrs = self.graph.attrs
         shapes, dtypes, sids = attrs["shape"], attrs["dtype"], attrs["storage_id"]
-        self.pool = [self.xp.zeros(n, dtype="uint8") for n in attrs["storage_bytes"]]
+        self.pool = self._pool_buffers(attrs["storage_bytes"], shared_pool)
         self.allocated_bytes = attrs["planned_bytes"]
         arrays: list[Any] = [None] * ig.num_entries
         for eid, arr in external.items():
@@ -74,6 +75,23 @@ class ExecPlan:
                 view = views[key] = buf.view(dt).reshape(shapes[eid])
             arrays[eid] = view
         return arrays
+
+    def _pool_buffers(self, sizes: list[int], shared_pool: list | None) -> list:
+        """One buffer per storage id. With a ``shared_pool`` (the buffers of a shared
+        executor), the largest storages first take the smallest free buffer that fits, and
+        new buffers join the shared pool (MXNet's InitDataEntryMemory)."""
+        if shared_pool is None:
+            return [self.xp.zeros(n, dtype="uint8") for n in sizes]
+        free = sorted(((b.nbytes, i) for i, b in enumerate(shared_pool)))
+        pool: list[Any] = [None] * len(sizes)
+        for sid in sorted(range(len(sizes)), key=lambda s: -sizes[s]):
+            k = next((j for j, (n, _) in enumerate(free) if n >= sizes[sid]), None)
+            if k is not None:
+                pool[sid] = shared_pool[free.pop(k)[1]]
+            else:
+                pool[sid] = self.xp.zeros(sizes[sid], dtype="uint8")
+                shared_pool.append(pool[sid])
+        return pool
 
     def entry_array(self, eid: int) -> Any:
         return self.arrays[eid]
