@@ -7,12 +7,16 @@ from typing import Any
 
 from .errors import GraphexecError, JSONFormatError
 from .graph import Entry, IndexedGraph, Node
-from .ops.registry import find_op
+from .ops.registry import get_op
 from .symbol import Symbol
 
 __all__ = ["load", "load_json", "to_json", "MXNET_VERSION"]
 
 MXNET_VERSION = 10901
+_LEGACY_VERSION = 800      # what MXNet assumes for a file without "mxnet_version"
+_AUX_INIT_VERSION = 904    # files older than 0.9.4 get initializers on auxiliary states
+#: Attribute names that older files wrote without the ``__x__`` underscores.
+_HIDDEN_KEYS = frozenset({"ctx_group", "lr_mult", "wd_mult", "force_mirroring", "mirror_stage"})
 
 
 def load(fname: str) -> Symbol:
@@ -28,38 +32,67 @@ def load(fname: str) -> Symbol:
 def load_json(json_str: str, source: str = "<string>") -> Symbol:
     """Load a symbol from MXNet JSON text (``nodes``/``arg_nodes``/``node_row_ptr``/``heads``)."""
     try:
-        doc = json.loads(json_str)
+        # strict=False: MXNet writes control characters other than \n \r \t unescaped
+        doc = json.loads(json_str, strict=False)
     except json.JSONDecodeError as exc:
         raise JSONFormatError(f"{source}: not valid JSON: {exc}") from None
     return graph_from_doc(doc, source)
 
 
 def graph_from_doc(doc: Any, source: str) -> Symbol:
-    if not isinstance(doc, dict) or not isinstance(doc.get("nodes"), list) or "heads" not in doc:
-        raise JSONFormatError(f"{source}: a symbol JSON needs 'nodes' (a list) and 'heads'")
+    if not (isinstance(doc, dict) and isinstance(doc.get("nodes"), list)
+            and isinstance(doc.get("heads"), list)):
+        raise JSONFormatError(f"{source}: a symbol JSON needs 'nodes' (a list) and 'heads' "
+                              f"(a list of [node_id, index, version] entries)")
+    version = _doc_version(doc)
     nodes: list[Node] = []
     for i, jn in enumerate(doc["nodes"]):
-        nodes.append(_load_node(i, jn, nodes, source))
+        nodes.append(_load_node(i, jn, nodes, source, version))
     heads = [_entry(h, nodes, source, "heads") for h in doc["heads"]]
     return Symbol(heads)
 
 
-def _load_node(i: int, jn: Any, nodes: list[Node], source: str) -> Node:
-    if not isinstance(jn, dict) or "op" not in jn or "name" not in jn:
-        raise JSONFormatError(f"{source}: node {i} must be an object with 'op' and 'name'")
+def _doc_version(doc: dict) -> int:
+    """The ``mxnet_version`` a document was written by (files before 0.9 have none)."""
+    attrs = doc.get("attrs")
+    tagged = attrs.get("mxnet_version") if isinstance(attrs, dict) else None
+    if isinstance(tagged, list) and len(tagged) == 2 and isinstance(tagged[1], int):
+        return tagged[1]
+    return _LEGACY_VERSION
+
+
+def _node_attrs(jn: dict, where: str, version: int) -> dict[str, str]:
+    """Attributes of a node: 'attrs', or the legacy 'param' and 'attr' merged, with the
+    upgrades MXNet applies to files from older versions (hidden keys gain underscores)."""
+    attrs: dict[str, str] = {}
+    for key in ("param", "attr", "attrs"):
+        raw = jn.get(key) or {}
+        if not isinstance(raw, dict):
+            raise JSONFormatError(f"{where}: {key!r} must be an object of strings")
+        attrs.update((str(k), v if isinstance(v, str) else json.dumps(v)) for k, v in raw.items())
+    if version < MXNET_VERSION:
+        attrs = {f"__{k}__" if k in _HIDDEN_KEYS else k: v for k, v in attrs.items()}
+    return attrs
+
+
+def _load_node(i: int, jn: Any, nodes: list[Node], source: str, version: int) -> Node:
+    if not (isinstance(jn, dict) and isinstance(jn.get("op"), str)
+            and isinstance(jn.get("name"), str)):
+        raise JSONFormatError(f"{source}: node {i} must be an object with string 'op' and "
+                              f"'name'")
     name, op_name = jn["name"], jn["op"]
     where = f"{source}: node {i} ({name!r})"
-    raw = jn.get("attrs", jn.get("attr", jn.get("param", {}))) or {}
-    if not isinstance(raw, dict):
-        raise JSONFormatError(f"{where}: 'attrs' must be an object of strings")
-    attrs = {str(k): v if isinstance(v, str) else json.dumps(v) for k, v in raw.items()}
+    attrs = _node_attrs(jn, where, version)
+    if not isinstance(jn.get("inputs", []), list):
+        raise JSONFormatError(f"{where}: 'inputs' must be a list of [node_id, index, version]")
     inputs = [_entry(e, nodes, source, f"node {i} ({name!r}) inputs") for e in jn.get("inputs", [])]
     if op_name == "null":
         node = Node(None, name, attrs, None, inputs)
         return node
-    op = find_op(op_name)
-    if op is None:
-        raise JSONFormatError(f"{where}: operator {op_name!r} is not registered")
+    try:
+        op = get_op(op_name)
+    except GraphexecError as exc:
+        raise JSONFormatError(f"{where}: {exc}") from None
     try:
         params = op.parse(attrs, name)
     except GraphexecError as exc:
@@ -74,7 +107,20 @@ def _load_node(i: int, jn: Any, nodes: list[Node], source: str) -> Node:
     for k in op.aux_indices(params):
         if k < len(inputs) and inputs[k].node.op is None:
             inputs[k].node.version = max(inputs[k].node.version, inputs[k].version)
+    if version < _AUX_INIT_VERSION:
+        _add_aux_initializers(node)
     return node
+
+
+def _add_aux_initializers(node: Node) -> None:
+    """Files before MXNet 0.9.4 lack ``__init__`` on auxiliary states; MXNet adds the one
+    the operator gives its own auxiliary variables (BatchNorm: zero mean, unit variance)."""
+    names = node.op.input_names(node.params)
+    for k in node.op.aux_indices(node.params):
+        var = node.inputs[k].node
+        init = node.op.input_var_attrs.get(names[k], {}).get("__init__")
+        if var.op is None and init is not None:
+            var.attrs.setdefault("__init__", init)
 
 
 def _node_ref(ref: Any, nodes: list[Node], where: str) -> Node:
@@ -122,7 +168,7 @@ def symbol_doc(sym: Symbol) -> dict:
 
 
 class _Entries(list):
-    """A list of [node, index, version] triples: dmlc writes it on one line."""
+    """A list of [node, index, version] triples, each written on one line."""
 
 
 class _Pair(list):
@@ -136,8 +182,11 @@ def _write(value: Any, depth: int) -> str:
         return json.dumps(value)
     if isinstance(value, int):
         return str(value)
-    if isinstance(value, (_Entries, _Pair)):
+    if isinstance(value, _Pair):
         return "[" + ", ".join(_write(v, depth + 1) for v in value) + "]"
+    if isinstance(value, _Entries):  # dmlc breaks arrays of more than 10 entries into lines
+        return _container("[", "]", [_write(v, depth + 1) for v in value], len(value) > 10,
+                          depth)
     if isinstance(value, list):
         multi = len(value) > 10 or any(isinstance(v, (dict, list)) for v in value)
         return _container("[", "]", [_write(v, depth + 1) for v in value], multi, depth)

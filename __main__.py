@@ -1,0 +1,5 @@
+"""``python -m graphexec``: the ``graphexec`` command line."""
+from .core.cli import main
+
+if __name__ == "__main__":
+    raise SystemExit(main())
