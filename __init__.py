@@ -8,6 +8,7 @@ backends.
 array([4., 7.], dtype=float32)
 """
 from .core import model, name, random, sym
+from .core.bucketing import BucketingExecutor
 from .core.context import Context, cpu, current_context, gpu
 from .core.errors import *  # noqa: F401,F403 - the exception hierarchy is public
 from .core.errors import GraphexecError, MXNetError
@@ -21,5 +22,5 @@ attribute = name
 __version__ = "0.1.0"
 
 __all__ = ["sym", "symbol", "model", "name", "random", "Context", "cpu", "gpu",
-           "current_context", "Executor", "GraphexecError", "MXNetError", "AttrScope",
+           "current_context", "Executor", "BucketingExecutor", "GraphexecError", "MXNetError", "AttrScope",
            "hookimpl", "attribute"]
