@@ -10,8 +10,8 @@ from .registry import OpDef, all_ops, find_op, get_op, register_op
 __all__ = ["OpDef", "all_ops", "find_op", "get_op", "register_op", "FAMILIES"]
 
 #: Family modules; importing one registers its operators.
-FAMILIES = ("elemwise", "elemwise_grad", "nn", "conv", "tensor", "slicing", "matrix", "reduce", "indexing",
-            "loss", "init")
+FAMILIES = ("elemwise", "elemwise_grad", "nn", "conv", "tensor", "tensor_grad", "slicing", "matrix", "reduce", "indexing",
+            "loss", "init", "device")
 
 
 @hookimpl

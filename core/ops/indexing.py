@@ -2,13 +2,20 @@
 
 Indices arrive as floats in MXNet; kernels truncate them toward zero and then clip, wrap or
 check them as each op's ``mode`` says.
+
+Gradients scatter-add the output gradient to the element each index selected (after the same
+clipping or wrapping); index inputs get zero gradients, as does one_hot's. Embedding's data
+gradient is zeros here, where MXNet refuses a data gradient request.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from ..graph import Entry
 from .common import (Bool, DType, Enum, Float, InferError, Int, OpDef, OptInt, assign,
                      assign_dtype, first_input_type, fmt, normalize_axis, register_op)
+from .registry import get_op
+from .tensor_grad import backward_op, forward_params, zero_grad
 
 F32 = np.dtype("float32")
 
@@ -104,6 +111,33 @@ def _declare() -> None:
                       infer_type=first_input_type))
 
 
+def _scatter(zero_name: str | None):
+    """Rule: ``_backward_<op>`` (output gradient, indices) gives the data gradient (and, for
+    Embedding and take, the zero index gradient as its other output); ``zero_name`` names
+    the separate zeros_like node MXNet builds for the index input of pick and gather_nd."""
+    def rule(g, node, ograds):
+        index = node.inputs[0 if node.op.name == "Embedding" else 1]
+        bw = g.backward_node(node, f"_backward_{node.op.name}", [ograds[0], index])
+        if zero_name is None:
+            return g.outputs(bw)
+        return [Entry(bw, 0), zero_grad(g, node, 1, f"{node.name}{zero_name}")]
+    return rule
+
+
+def _one_hot_grad(g, node, ograds):
+    return [zero_grad(g, node, 0, f"{node.name}_backward")]
+
+
+def _declare_gradients() -> None:
+    for name, zero_name in (("Embedding", None), ("take", None), ("pick", "_index_backward"),
+                            ("gather_nd", "_backward_indices")):
+        backward_op(f"_backward_{name}", inputs=("ograd", "indices"),
+                    outputs=1 if zero_name else 2, params=forward_params(name))
+        get_op(name).gradient = _scatter(zero_name)
+    get_op("one_hot").gradient = _one_hot_grad
+
+
 _declare()
+_declare_gradients()
 
 __all__ = ["pick_axis"]

@@ -1,7 +1,10 @@
-"""Matrix products: dot (MXNet's flattening N-D dot) and batch_dot."""
+"""Matrix products: dot (MXNet's flattening N-D dot) and batch_dot, with their gradients."""
 from __future__ import annotations
 
+from ..graph import Entry
 from .common import Bool, Enum, InferError, OpDef, assign, fmt, register_op, same_type
+from .registry import get_op
+from .tensor_grad import backward_op, forward_params
 
 _STYPES = ("None", "default", "csr", "row_sparse")
 
@@ -61,6 +64,34 @@ def _declare() -> None:
                       infer_shape=_batch_dot_shape, infer_type=same_type))
 
 
+def _dot_grad(g, node, ograds):
+    return g.outputs(g.backward_node(node, "_backward_dot", [ograds[0], *node.inputs]))
+
+
+def _batch_dot_grad(g, node, ograds):
+    """Two batch_dot nodes, arranged as MXNet arranges them for each transpose flag pair:
+    for C = A B, dA = G B^T and dB = A^T G."""
+    a, b = node.inputs
+    og = ograds[0]
+    ta, tb = node.params.transpose_a, node.params.transpose_b
+    lhs = (b, og, tb, True) if ta else (og, b, False, not tb)
+    rhs = (og, a, True, ta) if tb else (a, og, not ta, False)
+    out = []
+    for side, (x, y, fa, fb) in (("lhs", lhs), ("rhs", rhs)):
+        attrs = {"transpose_a": str(fa), "transpose_b": str(fb)}
+        out.append(Entry(g.make("batch_dot", f"{node.name}_backward_{side}", [x, y], attrs,
+                                [node]), 0))
+    return out
+
+
+def _declare_gradients() -> None:
+    backward_op("_backward_dot", inputs=("ograd", "lhs", "rhs"), outputs=2,
+                params=forward_params("dot"))
+    get_op("dot").gradient = _dot_grad
+    get_op("batch_dot").gradient = _batch_dot_grad
+
+
 _declare()
+_declare_gradients()
 
 __all__ = ["dot_axes"]

@@ -2,11 +2,22 @@
 (ord 1 or 2), argmax / argmin and argmax_channel.
 
 MXNet quirk kept here: reducing every axis without keepdims gives shape (1,), not ().
+
+Gradients: sum and mean broadcast the output gradient back; max and min credit every element
+equal to the result (ties all get the full gradient, as in MXNet); prod uses out / x; norm
+x / out (ord 2) or sign(x) (ord 1); argmax / argmin have zero gradients. argmax_channel has no
+gradient rule (MXNet reports it non-differentiable).
 """
 from __future__ import annotations
 
+from ..graph import Entry
 from .common import (Bool, DType, InferError, Int, OpDef, OptInt, OptShape, assign,
                      assign_dtype, fmt, normalize_axis, register_op, same_type)
+from .registry import get_op
+from .tensor_grad import backward_op, forward_params, one_backward, zero_grad
+
+#: reductions whose backward reads the input and the result
+READS_OUTPUT = ("max", "min", "prod", "nansum", "nanprod", "norm")
 
 #: op name -> MXNet aliases
 REDUCERS = {"sum": ("sum_axis",), "mean": (), "max": ("max_axis",), "min": ("min_axis",),
@@ -90,6 +101,30 @@ def _declare() -> None:
     register_op(OpDef("argmax_channel", infer_shape=_argmax_channel_shape, **common))
 
 
-_declare()
+def _with_output(g, node, ograds):
+    bw = g.backward_node(node, f"_backward_{node.op.name}",
+                         [ograds[0], node.inputs[0], Entry(node, 0)])
+    return [Entry(bw, 0)]
 
-__all__ = ["REDUCERS", "reduce_axes", "reduced_shape", "arg_axes"]
+
+def _zero(g, node, ograds):
+    return [zero_grad(g, node, 0, f"{node.name}_backward")]
+
+
+def _declare_gradients() -> None:
+    for name in (*REDUCERS, "norm"):
+        grad = f"_backward_{name}"
+        if name in READS_OUTPUT:
+            backward_op(grad, inputs=("ograd", "data", "out"), params=forward_params(name))
+            get_op(name).gradient = _with_output
+        else:
+            backward_op(grad, params=forward_params(name))
+            get_op(name).gradient = one_backward(grad)
+    for name in ("argmax", "argmin"):
+        get_op(name).gradient = _zero
+
+
+_declare()
+_declare_gradients()
+
+__all__ = ["REDUCERS", "READS_OUTPUT", "reduce_axes", "reduced_shape", "arg_axes"]

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from .common import (Bool, Enum, Float, InferError, Int, OpDef, OptInt, Shape, assign,
                      first_input_type, fmt, merge, normalize_axis, register_op, same_type)
+from .registry import get_op
 from .tensor import axes_of
+from .tensor_grad import backward_op, forward_params, one_backward
 
 
 def _args(p):
@@ -268,6 +270,29 @@ def _declare() -> None:
                               "num_args": Int(), "workspace": Int(512)}))
 
 
+def _concat_grad(g, node, ograds):
+    """MXNet's _backward_Concat also reads the forward inputs (it splits by their sizes)."""
+    return g.outputs(g.backward_node(node, "_backward_Concat", [ograds[0], *node.inputs]))
+
+
+def _per_arg(p):
+    return [f"output{i}" for i in range(p.num_args)]
+
+
+def _declare_gradients() -> None:
+    backward_op("_backward_Concat", inputs=lambda p: ["ograd", *_args(p)], outputs=_per_arg,
+                params=forward_params("Concat"))
+    get_op("Concat").gradient = _concat_grad
+    backward_op("_backward_SliceChannel", params=forward_params("SliceChannel"),
+                inputs=lambda p: [f"ograd{i}" for i in range(p.num_outputs)])
+    get_op("SliceChannel").gradient = one_backward("_backward_SliceChannel", every_ograd=True)
+    for name, outputs in (("stack", _per_arg), ("UpSampling", _per_arg), ("slice", 1),
+                          ("slice_axis", 1), ("slice_like", 2), ("Pad", 1)):
+        backward_op(f"_backward_{name}", outputs=outputs, params=forward_params(name))
+        get_op(name).gradient = one_backward(f"_backward_{name}")
+
+
 _declare()
+_declare_gradients()
 
 __all__ = ["slice_bounds", "slice_axis_bounds", "slice_like_axes"]

@@ -8,6 +8,9 @@ import numpy as np
 from . import OpCase
 
 CASES: list[OpCase] = []
+# the gradient check covers the data input only: indices are piecewise constant (their zero
+# gradients are tested in test_ops_tensor_grad.py)
+GRAD_DATA = dict(grad_inputs=(0,))
 
 
 def _index_input(k: int, low: float, high: float):
@@ -29,9 +32,9 @@ def _embedding(data, weight, input_dim, output_dim):
 
 CASES += [
     OpCase("Embedding", [(2, 3), (10, 4)], _embedding, attrs={"input_dim": 10, "output_dim": 4},
-           gen=_index_input(0, -2, 12)),
+           gen=_index_input(0, -2, 12), grad_inputs=(1,)),
     OpCase("Embedding", [(5,), (6, 3)], _embedding, attrs={"input_dim": 6, "output_dim": 3},
-           gen=_index_input(0, 0, 6), id="in-range"),
+           gen=_index_input(0, 0, 6), id="in-range", grad_inputs=(1,)),
 ]
 
 
@@ -41,8 +44,9 @@ def _one_hot(indices, depth, on_value=1.0, off_value=0.0, dtype="float32"):
 
 
 CASES += [
-    OpCase("one_hot", [(2, 3)], _one_hot, attrs={"depth": 4}, gen=_index_input(0, -1, 5)),
-    OpCase("one_hot", [(5,)], _one_hot, gen=_index_input(0, 0, 3), id="values",
+    OpCase("one_hot", [(2, 3)], _one_hot, attrs={"depth": 4}, gen=_index_input(0, -1, 5),
+           grad_inputs=()),
+    OpCase("one_hot", [(5,)], _one_hot, gen=_index_input(0, 0, 3), id="values", grad_inputs=(),
            attrs={"depth": 3, "on_value": 5.0, "off_value": -1.0, "dtype": "int32"}),
 ]
 
@@ -59,7 +63,7 @@ def _take(a, indices, axis=0, mode="clip"):
 for axis, mode, lo, hi in ((0, "clip", -3, 8), (1, "wrap", -7, 9), (-1, "clip", -2, 6),
                            (0, "raise", 0, 4.5)):
     CASES.append(OpCase("take", [(5, 4), (2, 3)], _take, attrs={"axis": axis, "mode": mode},
-                        gen=_index_input(1, lo, hi), id=f"{axis}-{mode}"))
+                        gen=_index_input(1, lo, hi), id=f"{axis}-{mode}", **GRAD_DATA))
 
 
 def _pick(data, index, axis=-1, keepdims=False, mode="clip"):
@@ -70,14 +74,15 @@ def _pick(data, index, axis=-1, keepdims=False, mode="clip"):
 
 
 CASES += [
-    OpCase("pick", [(3, 4), (3,)], _pick, gen=_index_input(1, -2, 6)),
+    OpCase("pick", [(3, 4), (3,)], _pick, gen=_index_input(1, -2, 6), **GRAD_DATA),
     OpCase("pick", [(3, 4), (4,)], _pick, attrs={"axis": 0, "mode": "wrap"},
-           gen=_index_input(1, -5, 7), id="axis0-wrap"),
+           gen=_index_input(1, -5, 7), id="axis0-wrap", **GRAD_DATA),
     OpCase("pick", [(2, 3, 4), (2, 4)], _pick, attrs={"axis": 1, "keepdims": True},
-           gen=_index_input(1, 0, 3), id="keepdims"),
-    OpCase("pick", [(2, 3), (2, 1)], _pick, gen=_index_input(1, 0, 3), id="kept-index"),
+           gen=_index_input(1, 0, 3), id="keepdims", **GRAD_DATA),
+    OpCase("pick", [(2, 3), (2, 1)], _pick, gen=_index_input(1, 0, 3), id="kept-index",
+           **GRAD_DATA),
     OpCase("choose_element_0index", [(3, 4), (3,)], _pick, gen=_index_input(1, 0, 4),
-           id="alias"),
+           id="alias", **GRAD_DATA),
 ]
 
 
@@ -94,7 +99,8 @@ def _gather_gen(rng, shape, dtype, index):
 
 
 CASES += [
-    OpCase("gather_nd", [(3, 4, 5), (2, 6)], _gather_nd, gen=_gather_gen),
-    OpCase("gather_nd", [(3, 4, 5), (3, 2, 2)], _gather_nd, gen=_gather_gen, id="full"),
-    OpCase("gather_nd", [(3, 4, 5), (1, 4)], _gather_nd, gen=_gather_gen, id="rows"),
+    OpCase("gather_nd", [(3, 4, 5), (2, 6)], _gather_nd, gen=_gather_gen, **GRAD_DATA),
+    OpCase("gather_nd", [(3, 4, 5), (3, 2, 2)], _gather_nd, gen=_gather_gen, id="full",
+           **GRAD_DATA),
+    OpCase("gather_nd", [(3, 4, 5), (1, 4)], _gather_nd, gen=_gather_gen, id="rows", **GRAD_DATA),
 ]

@@ -1,15 +1,18 @@
-"""Kernels of the reductions (core/ops/reduce.py). Results go into a keepdims-shaped view
-of the output, which also covers MXNet's (1,) for a full reduction."""
+"""Kernels of the reductions (core/ops/reduce.py) and their backward ops. Results go into a
+keepdims-shaped view of the output, which also covers MXNet's (1,) for a full reduction; the
+backward kernels read the output gradient (and the result) through the same view, which
+broadcasts over the reduced axes."""
 from __future__ import annotations
 
+from contextlib import nullcontext
 from functools import partial
 
 import numpy as np
 
-from graphexec.core.ops.reduce import REDUCERS, reduce_axes, reduced_shape
+from graphexec.core.ops.reduce import READS_OUTPUT, REDUCERS, reduce_axes, reduced_shape
 
 from .base import kernel
-from .tensor import out_view
+from .tensor import copy_plan, out_view
 
 # float16 sums and products accumulate in float32, as MXNet's reducers do
 _ACCUMULATING = frozenset(("sum", "mean", "prod", "nansum", "nanprod"))
@@ -66,4 +69,51 @@ def arg_reduce(call):
     def run():
         fn(x, axis=axis, out=index)
         xp.copyto(dst, index, casting="unsafe")
+    return run
+
+
+def _reduced(call, x_shape: tuple) -> tuple[tuple, tuple]:
+    """(reduced axes, keepdims shape) of the forward reduction over an input of ``x_shape``."""
+    p = call.params
+    axes = reduce_axes(p.axis, len(x_shape), getattr(p, "exclude", False))
+    return axes, reduced_shape(x_shape, axes, True)
+
+
+@kernel("_backward_sum", "_backward_mean")
+def sum_backward(call):
+    xp, og, dx = call.xp, call.inputs[0], call.outputs[0]
+    axes, keep = _reduced(call, dx.shape)
+    ogk = og.reshape(keep)
+    if call.op_name == "_backward_sum":
+        return copy_plan(xp, [(dx, ogk)])
+    count = 1
+    for a in axes:
+        count *= dx.shape[a]
+    return partial(xp.multiply, ogk, 1 / max(count, 1), out=dx)
+
+
+# d(result)/dx from the input x and the result y (in the keepdims shape): MXNet's formulas,
+# so a zero in prod or a zero norm gives nan, and max/min credit every tied element
+_FACTOR = {
+    "max": lambda xp, x, y: x == y,
+    "min": lambda xp, x, y: x == y,
+    "prod": lambda xp, x, y: y / x,
+    "nansum": lambda xp, x, y: ~xp.isnan(x),
+    "nanprod": lambda xp, x, y: xp.where(xp.isnan(x), 0, y / x),
+    "norm": lambda xp, x, y: x / y,
+}
+
+
+@kernel(*(f"_backward_{name}" for name in READS_OUTPUT))
+def reduce_backward(call):
+    xp, (og, x, y), dx, p = call.xp, call.inputs, call.outputs[0], call.params
+    _, keep = _reduced(call, x.shape)
+    ogk, yk = og.reshape(keep), y.reshape(keep)
+    name = call.op_name[len("_backward_"):]
+    factor = (lambda xp, x, y: xp.sign(x)) if name == "norm" and p.ord == 1 else _FACTOR[name]
+    quiet = np.errstate(divide="ignore", invalid="ignore") if xp is np else nullcontext()
+
+    def run():
+        with quiet:   # 0 / 0 is nan without a warning, as in MXNet
+            xp.multiply(ogk, factor(xp, x, yk), out=dx, casting="unsafe")
     return run

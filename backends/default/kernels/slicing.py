@@ -1,6 +1,11 @@
 """Kernels of Concat, stack, SliceChannel, slice, slice_axis, slice_like, Pad and
-UpSampling (core/ops/slicing.py): copies between views fixed at bind time."""
+UpSampling (core/ops/slicing.py) and of their backward ops: copies between views fixed at
+bind time. A backward kernel copies the output gradient into the part of the input it came
+from (zeros elsewhere) or, where the forward op copied an element several times (Pad's
+borders, UpSampling's blocks), sums the copies."""
 from __future__ import annotations
+
+from functools import partial
 
 from graphexec.core.ops.slicing import slice_axis_bounds, slice_bounds, slice_like_axes
 
@@ -85,6 +90,76 @@ def _border_copies(out, widths: list[tuple[int, int]], mode: str) -> list:
     return pairs
 
 
+def _skip_null(call, pairs):
+    """The (output k, value) pairs whose output is requested."""
+    return [pair for pair, req in zip(pairs, call.req) if req != "null"]
+
+
+@kernel("_backward_Concat")
+def concat_backward(call):
+    og = call.inputs[0]
+    ax = call.params.dim % og.ndim
+    pairs, start = [], 0
+    for dx in call.outputs:
+        stop = start + dx.shape[ax]
+        pairs.append((dx, og[_along(og.ndim, ax, slice(start, stop))]))
+        start = stop
+    return copy_plan(call.xp, _skip_null(call, pairs))
+
+
+@kernel("_backward_stack")
+def stack_backward(call):
+    og = call.inputs[0]
+    ax = call.params.axis % og.ndim
+    pairs = [(dx, og[_along(og.ndim, ax, i)]) for i, dx in enumerate(call.outputs)]
+    return copy_plan(call.xp, _skip_null(call, pairs))
+
+
+@kernel("_backward_SliceChannel")
+def split_backward(call):
+    dx, p = call.outputs[0], call.params
+    ax = p.axis % dx.ndim
+    k = dx.shape[ax] // p.num_outputs
+    parts = [i if p.squeeze_axis else slice(i * k, (i + 1) * k) for i in range(p.num_outputs)]
+    return copy_plan(call.xp, [(dx[_along(dx.ndim, ax, part)], og)
+                               for og, part in zip(call.inputs, parts)])
+
+
+def _scatter_into_zeros(xp, dx, index, og):
+    def run():
+        dx.fill(0)
+        xp.copyto(dx[index], og)
+    return run
+
+
+@kernel("_backward_slice")
+def slice_backward(call):
+    dx = call.outputs[0]
+    index = tuple(slice_bounds(call.params, dx.shape))
+    return _scatter_into_zeros(call.xp, dx, index, call.inputs[0])
+
+
+@kernel("_backward_slice_axis")
+def slice_axis_backward(call):
+    dx = call.outputs[0]
+    ax, b, e = slice_axis_bounds(call.params, dx.shape)
+    return _scatter_into_zeros(call.xp, dx, _along(dx.ndim, ax, slice(b, e)), call.inputs[0])
+
+
+@kernel("_backward_slice_like")
+def slice_like_backward(call):
+    """Output 1, the gradient of shape_like, is zero."""
+    (dx, dlike), og = call.outputs, call.inputs[0]
+    axes = slice_like_axes(call.params, dx.shape, dlike.shape)
+    index = tuple(slice(0, dlike.shape[i]) if i in axes else slice(None) for i in range(dx.ndim))
+    scatter = _scatter_into_zeros(call.xp, dx, index, og)
+
+    def run():
+        scatter()
+        dlike.fill(0)
+    return run
+
+
 @kernel("Pad")
 def pad(call):
     xp, x, out, p = call.xp, call.inputs[0], call.outputs[0], call.params
@@ -98,6 +173,30 @@ def pad(call):
             xp.copyto(inner, x)
         return run
     return copy_plan(xp, [(inner, x)] + _border_copies(out, widths, p.mode))
+
+
+@kernel("_backward_Pad")
+def pad_backward(call):
+    """Constant mode: the interior of the output gradient. Edge and reflect: undo the border
+    copies in reverse order on a work copy, each adding its border's gradient to the
+    elements it was copied from (summed over the copies of an edge)."""
+    xp, og, dx, p = call.xp, call.inputs[0], call.outputs[0], call.params
+    widths = [(p.pad_width[2 * i], p.pad_width[2 * i + 1]) for i in range(dx.ndim)]
+    inner = tuple(slice(b, og.shape[i] - a) for i, (b, a) in enumerate(widths))
+    if p.mode == "constant":
+        return copy_plan(xp, [(dx, og[inner])])
+    work = xp.empty_like(og)
+    steps = []
+    for border, src in reversed(_border_copies(work, widths, p.mode)):
+        axes = tuple(i for i, (a, b) in enumerate(zip(border.shape, src.shape)) if a != b)
+        steps.append((border, src, axes))
+
+    def run():
+        xp.copyto(work, og)
+        for border, src, axes in steps:
+            xp.add(src, border.sum(axis=axes, keepdims=True) if axes else border, out=src)
+        xp.copyto(dx, work[inner])
+    return run
 
 
 # -- UpSampling (nearest) -------------------------------------------------------------------
@@ -125,3 +224,30 @@ def upsampling(call):
         pairs.append(_blocks(out, x, c0, c0 + x.shape[1]))
         c0 += x.shape[1]
     return copy_plan(xp, pairs)
+
+
+@kernel("_backward_UpSampling")
+def upsampling_backward(call):
+    """Each input's gradient sums its scale x scale blocks of the output gradient (over its
+    own channels for multi_input_mode='concat', over all of them for 'sum')."""
+    xp, og = call.xp, call.inputs[0]
+    summed = call.params.multi_input_mode == "sum"
+    steps, c0 = [], 0
+    for dx, req in zip(call.outputs, call.req):
+        c1 = og.shape[1] if summed else c0 + dx.shape[1]
+        block, _ = _blocks(og, dx, 0 if summed else c0, c1)
+        if req != "null":
+            steps.append(partial(xp.sum, block, axis=(3, 5), out=dx))
+        c0 = c1
+    return _in_turn(steps)
+
+
+def _in_turn(steps: list):
+    """One callable running ``steps`` in order."""
+    if len(steps) == 1:
+        return steps[0]
+
+    def run():
+        for step in steps:
+            step()
+    return run

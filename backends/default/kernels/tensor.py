@@ -1,6 +1,8 @@
-"""Kernels of the shape-manipulation ops (core/ops/tensor.py). Each one copies a view of
-its input into the preallocated output: views are set up once per bind, so a run is one
-``copyto`` (or a short list of them)."""
+"""Kernels of the shape-manipulation ops (core/ops/tensor.py) and their backward ops
+(core/ops/tensor_grad.py). Each forward kernel copies a view of its input into the
+preallocated output: views are set up once per bind, so a run is one ``copyto`` (or a short
+list of them). Reshapes, swaps and reversals are their own gradients; the gradients of
+tile, repeat and broadcasting sum the output gradient over the copies."""
 from __future__ import annotations
 
 from functools import partial
@@ -33,7 +35,8 @@ def copy_plan(xp, pairs):
     return run
 
 
-@kernel("Flatten", "Reshape", "expand_dims", "squeeze", inplace=True)
+@kernel("Flatten", "Reshape", "expand_dims", "squeeze", "_backward_copy", "_backward_reshape",
+        "_backward_squeeze", inplace=True)
 def reshape_copy(call):
     x, out = call.inputs[0], call.outputs[0]
     return copy_plan(call.xp, [(out_view(out, x.shape), x)])
@@ -45,7 +48,7 @@ def transpose(call):
     return copy_plan(call.xp, [(call.outputs[0], x.transpose(transpose_axes(call.params, x.ndim)))])
 
 
-@kernel("SwapAxis")
+@kernel("SwapAxis", "_backward_SwapAxis")
 def swap_axis(call):
     x = call.inputs[0]
     a, b = swap_dims(call.params, x.ndim)
@@ -76,7 +79,7 @@ def repeat(call):
     return copy_plan(call.xp, [(out_view(out, shape), src)])
 
 
-@kernel("reverse")
+@kernel("reverse", "_backward_reverse")
 def reverse(call):
     x = call.inputs[0]
     flip = {a % x.ndim for a in call.params.axis}
@@ -88,3 +91,36 @@ def reverse(call):
 def broadcast(call):
     """copyto broadcasts the size-1 axes of the input over the output."""
     return copy_plan(call.xp, [(call.outputs[0], call.inputs[0])])
+
+
+@kernel("_backward_tile")
+def tile_backward(call):
+    """The output gradient seen as (r0, d0, r1, d1, ...), summed over every r axis."""
+    og, dx = call.inputs[0], call.outputs[0]
+    reps, lead = tile_reps(call.params, dx.ndim)
+    dims = (1,) * lead + dx.shape
+    paired = tuple(v for r, d in zip(reps, dims) for v in (r, d))
+    return partial(call.xp.sum, og.reshape(paired), axis=tuple(range(0, len(paired), 2)),
+                   out=out_view(dx, dims))
+
+
+@kernel("_backward_repeat")
+def repeat_backward(call):
+    """The output gradient seen with the repeat axis split out, summed over it."""
+    og, dx, p = call.inputs[0], call.outputs[0], call.params
+    if p.axis is None:
+        shape, axis = dx.shape + (p.repeats,), dx.ndim
+    else:
+        a = p.axis % dx.ndim
+        shape, axis = dx.shape[:a + 1] + (p.repeats,) + dx.shape[a + 1:], a + 1
+    return partial(call.xp.sum, og.reshape(shape), axis=axis, out=dx)
+
+
+@kernel("_broadcast_backward")
+def broadcast_backward(call):
+    """Sum over the axes where the input (the output of this op) has size 1."""
+    og, dx = call.inputs[0], call.outputs[0]
+    axes = tuple(i for i, (a, b) in enumerate(zip(og.shape, dx.shape)) if a != b)
+    if not axes:
+        return copy_plan(call.xp, [(dx, og)])
+    return partial(call.xp.sum, og, axis=axes, keepdims=True, out=dx)
