@@ -15,6 +15,7 @@ from .inference import dtype_seeds, shape_seeds
 from .ops.common import known
 from .passes.cse import cse_enabled
 from .passes.manager import apply_passes
+from .passes.assign_context import check_group2ctx, variable_context
 from .sharing import shared_arrays
 from .symbol import Symbol, check_unique_names
 
@@ -50,36 +51,36 @@ def _check_array(arr: Any, what: str, ctx: Context) -> Any:
                         f"{type(arr).__name__}")
     want = "cupy" if ctx.is_gpu else "numpy"
     if mod != want:
-        raise ContextError(f"{what} lives on {'gpu' if mod == 'cupy' else 'cpu'} but the executor "
-                           f"is bound to {ctx}: all arrays must be in the bind context (use "
-                           f"group2ctx to place groups on other devices)")
+        where = "gpu" if mod == "cupy" else "cpu"
+        raise ContextError(f"{what} lives on {where} while binding with ctx={ctx}: all arrays "
+                           f"must be in the global context ({ctx}) unless group2ctx is "
+                           f"specified for a cross-device graph")
     return arr
 
 
-def _gather(names: list[str], given: Any, what: str, ctx: Context, allow_missing: bool
+def _gather(names: list[str], given: Any, what: str, ctxs: list[Context], allow_missing: bool
             ) -> list[Any]:
-    """Arrays in ``names`` order from a list or a dict (extra dict keys are ignored, as MXNet)."""
+    """Arrays in ``names`` order from a list or a dict (extra dict keys are ignored, as
+    MXNet); ``ctxs`` is where each must live."""
     if given is None:
         given = {} if allow_missing or not names else None
         if given is None:
             raise BindError(f"{what} is required: the symbol has {names}")
     if isinstance(given, Mapping):
-        out = []
-        for n in names:
-            if n not in given or given[n] is None:
-                if allow_missing:
-                    out.append(None)
-                    continue
+        arrays = [given.get(n) for n in names]
+        for n, a in zip(names, arrays):
+            if a is None and not allow_missing:
                 raise BindError(f"key `{n}` is missing in `{what}`")
-            out.append(_check_array(given[n], f"{what}[{n!r}]", ctx))
-        return out
-    if isinstance(given, (list, tuple)):
+        labels = [f"{what}[{n!r}]" for n in names]
+    elif isinstance(given, (list, tuple)):
         if len(given) != len(names):
             raise BindError(f"Length of {what} does not match the number of arguments: "
                             f"got {len(given)}, the symbol has {len(names)} ({names})")
-        return [None if (a is None and allow_missing) else _check_array(a, f"{what}[{i}]", ctx)
-                for i, a in enumerate(given)]
-    raise BindError(f"{what} must be a list or a dict of arrays, got {type(given).__name__}")
+        arrays, labels = list(given), [f"{what}[{i}]" for i in range(len(names))]
+    else:
+        raise BindError(f"{what} must be a list or a dict of arrays, got {type(given).__name__}")
+    return [None if (a is None and allow_missing) else _check_array(a, label, c)
+            for a, label, c in zip(arrays, labels, ctxs)]
 
 
 def normalize_grad_req(grad_req: Any, names: list[str]) -> dict[str, str]:
@@ -111,22 +112,25 @@ def _aux_names(ig: IndexedGraph) -> list[str]:
 def bind(sym: Symbol, ctx: Context, args: Any, args_grad: Any = None, grad_req: Any = "write",
          aux_states: Any = None, group2ctx: Any = None, shared_exec: Any = None, **kwargs: Any):
     """Bind user arrays (list in list_arguments order, or dict by name) to ``sym``."""
-    _check_unsupported(group2ctx=group2ctx)
+    group2ctx = check_group2ctx(group2ctx)
     with gc_paused():
         return _bind(sym, ctx, args, args_grad, grad_req, aux_states, group2ctx, shared_exec)
 
 
 def _bind(sym: Symbol, ctx: Context, args: Any, args_grad: Any, grad_req: Any,
-          aux_states: Any, group2ctx: Any, shared_exec: Any):
+          aux_states: Any, group2ctx: dict, shared_exec: Any):
     from .executor import Executor
     ctx = Context(ctx) if not isinstance(ctx, Context) else ctx
     ig = IndexedGraph(sym.outputs)
     arg_names = [ig.nodes[i].name for i in ig.arg_nodes]
-    aux_names = _aux_names(ig)
+    aux_ids = [i for i in ig.input_nodes if i in ig.mutable_input_nodes]
     check_unique_names("argument", arg_names)
-    arg_arrays = _gather(arg_names, args, "args", ctx, allow_missing=False)
-    aux_arrays = _gather(aux_names, aux_states, "aux_states", ctx, allow_missing=False)
-    grad_arrays = _gather(arg_names, args_grad, "args_grad", ctx, allow_missing=True)
+    arg_ctx = [variable_context(ig.nodes[i], ctx, group2ctx) for i in ig.arg_nodes]
+    aux_ctx = [variable_context(ig.nodes[i], ctx, group2ctx) for i in aux_ids]
+    arg_arrays = _gather(arg_names, args, "args", arg_ctx, allow_missing=False)
+    aux_arrays = _gather([ig.nodes[i].name for i in aux_ids], aux_states, "aux_states", aux_ctx,
+                         allow_missing=False)
+    grad_arrays = _gather(arg_names, args_grad, "args_grad", arg_ctx, allow_missing=True)
     reqs = normalize_grad_req(grad_req, arg_names)
     for i, n in enumerate(arg_names):
         if grad_arrays[i] is None:
@@ -134,7 +138,7 @@ def _bind(sym: Symbol, ctx: Context, args: Any, args_grad: Any, grad_req: Any,
         elif grad_arrays[i].shape != arg_arrays[i].shape:
             raise BindError(f"args_grad[{n!r}] has shape {grad_arrays[i].shape} but the argument "
                             f"has shape {arg_arrays[i].shape}")
-    graph = build_graph(sym, ig, arg_arrays, aux_arrays, reqs)
+    graph = build_graph(sym, ig, arg_arrays, aux_arrays, reqs, ctx=ctx, group2ctx=group2ctx)
     return Executor(sym, ctx, graph, arg_arrays, grad_arrays, aux_arrays, reqs, group2ctx,
                     shared_exec)
 
@@ -147,7 +151,8 @@ def _infer(sym: Symbol, ig: IndexedGraph, shapes: dict, dtypes: dict, exact: boo
 
 def build_graph(sym: Symbol, ig: IndexedGraph, arg_arrays: list, aux_arrays: list,
                 reqs: dict[str, str], inferred: Graph | None = None,
-                mirror: bool | None = None) -> Graph:
+                mirror: bool | None = None, ctx: Context | None = None,
+                group2ctx: dict | None = None) -> Graph:
     """The executed graph: the forward graph after common-subexpression elimination plus,
     when some grad_req is not null, the backward graph (gradient pass); shapes and dtypes
     inferred from the bound arrays. ``inferred`` is the forward graph already inferred from
@@ -160,13 +165,15 @@ def build_graph(sym: Symbol, ig: IndexedGraph, arg_arrays: list, aux_arrays: lis
     g = Graph(sym.outputs, {}, ig)
     if cse_enabled():
         g = apply_passes(g, ["eliminate_common_expr"])
-    if inferred is not None and not grad_nodes and g.indexed is ig:
+    if inferred is not None and not grad_nodes and g.indexed is ig and not group2ctx:
         return inferred
     if grad_nodes:
         attrs = {"grad_args": [g.indexed.node_id[id(n)] for n in grad_nodes]}
         if mirror is not None:
             attrs["mirror"] = mirror
         g = apply_passes(g.with_attrs(**attrs), ["gradient"])
+    if group2ctx:
+        g = apply_passes(g.with_attrs(default_ctx=ctx, group2ctx=group2ctx), ["assign_context"])
     full = g.indexed
     seeds = {full.node_id[key]: a for key, a in given.items()}
     g = g.with_attrs(shape_inputs={k: tuple(a.shape) for k, a in seeds.items()},
@@ -203,20 +210,12 @@ def simple_bind(sym: Symbol, ctx: Context, grad_req: Any = "write",
                 shared_buffer: dict | None = None, **shapes: Any):
     """Infer every shape and dtype from ``shapes`` (and ``type_dict``; float32 by default),
     allocate zero-filled arguments, gradients and auxiliary states, and bind them."""
-    _check_unsupported(group2ctx=group2ctx)
+    group2ctx = check_group2ctx(group2ctx)
     if shared_buffer is not None and not isinstance(shared_buffer, dict):
         raise BindError(f"shared_buffer must be a dict, got {type(shared_buffer).__name__}")
     with gc_paused():
         return _simple_bind(sym, ctx, grad_req, type_dict, group2ctx, shapes, shared_exec,
                             shared_arg_names, shared_buffer)
-
-
-def _check_unsupported(**options: Any) -> None:
-    """Options whose semantics are not implemented yet fail loudly instead of being ignored."""
-    for name, value in options.items():
-        if value:
-            raise BindError(f"{name} is not supported yet by this graphexec version (see the "
-                            f"README's status section); bind without it")
 
 
 def _simple_bind(sym: Symbol, ctx: Context, grad_req: Any, type_dict: Mapping[str, Any] | None,
@@ -250,10 +249,13 @@ def _simple_bind(sym: Symbol, ctx: Context, grad_req: Any, type_dict: Mapping[st
             arg_names, arg_specs, [ig.nodes[i].name for i in aux_ids], aux_specs, reqs,
             shared_exec, list(shared_arg_names or ()), shared_buffer, xp)
     else:  # the arrays are fresh; a shared_exec still lends its internal memory pool
-        arg_arrays = [xp.zeros(s, dtype=t) for s, t in arg_specs]
-        grad_arrays = [xp.zeros(s, dtype=t) if reqs[n] != "null" else None
-                       for (s, t), n in zip(arg_specs, arg_names)]
-        aux_arrays = [xp.zeros(s, dtype=t) for s, t in aux_specs]
-    g = build_graph(sym, ig, arg_arrays, aux_arrays, reqs, inferred=g)
+        arg_ctx = [variable_context(ig.nodes[i], ctx, group2ctx) for i in ig.arg_nodes]
+        aux_ctx = [variable_context(ig.nodes[i], ctx, group2ctx) for i in aux_ids]
+        arg_arrays = [c.zeros(s, t) for c, (s, t) in zip(arg_ctx, arg_specs)]
+        grad_arrays = [c.zeros(s, t) if reqs[n] != "null" else None
+                       for c, (s, t), n in zip(arg_ctx, arg_specs, arg_names)]
+        aux_arrays = [c.zeros(s, t) for c, (s, t) in zip(aux_ctx, aux_specs)]
+    g = build_graph(sym, ig, arg_arrays, aux_arrays, reqs, inferred=g, ctx=ctx,
+                    group2ctx=group2ctx)
     return Executor(sym, ctx, g, arg_arrays, grad_arrays, aux_arrays, reqs, group2ctx,
                     shared_exec)

@@ -57,6 +57,15 @@ class Context:
         return cupy
 
 
+    def zeros(self, shape, dtype):
+        """A zero-filled array on this context (CuPy arrays on the right GPU)."""
+        xp = self.xp
+        if not self.is_gpu:
+            return xp.zeros(shape, dtype=dtype)
+        with xp.cuda.Device(self.device_id):
+            return xp.zeros(shape, dtype=dtype)
+
+
 def cpu(device_id: int = 0) -> Context:
     """The host CPU context."""
     return Context("cpu", device_id)

@@ -30,6 +30,7 @@ class ExecPlan:
         self.ctx = ctx
         self.xp = ctx.xp
         ig = graph.indexed
+        self.node_ctx = graph.attrs.get("context") or [ctx] * len(ig.nodes)
         _check_complete(graph)
         self.reqs = reqs or {}
         self.arg_grad_reqs = arg_grad_reqs or {}
@@ -52,7 +53,8 @@ class ExecPlan:
             inplace_ok=lambda node: registry.inplace_ok(node.op.name, device)), ["plan_memory"])
         attrs = self.graph.attrs
         shapes, dtypes, sids = attrs["shape"], attrs["dtype"], attrs["storage_id"]
-        self.pool = self._pool_buffers(attrs["storage_bytes"], shared_pool)
+        self.pool = self._pool_buffers(attrs["storage_bytes"], attrs["storage_context"],
+                                       shared_pool)
         self.allocated_bytes = attrs["planned_bytes"]
         arrays: list[Any] = [None] * ig.num_entries
         for eid, arr in external.items():
@@ -62,7 +64,8 @@ class ExecPlan:
             if arrays[eid] is not None:
                 continue
             if sids[eid] == EXTERNAL:  # a variable the executor owns (head gradients)
-                arrays[eid] = self.xp.zeros(shapes[eid], dtype=dtypes[eid])
+                nid, _ = ig.entry_node(eid)
+                arrays[eid] = self.node_ctx[nid].zeros(shapes[eid], dtypes[eid])
                 continue
             key = (sids[eid], shapes[eid], dtypes[eid])
             view = views.get(key)
@@ -76,21 +79,24 @@ class ExecPlan:
             arrays[eid] = view
         return arrays
 
-    def _pool_buffers(self, sizes: list[int], shared_pool: list | None) -> list:
-        """One buffer per storage id. With a ``shared_pool`` (the buffers of a shared
-        executor), the largest storages first take the smallest free buffer that fits, and
-        new buffers join the shared pool (MXNet's InitDataEntryMemory)."""
+    def _pool_buffers(self, sizes: list[int], devices: list, shared_pool: list | None) -> list:
+        """One buffer per storage id, on its device. With a ``shared_pool`` (the buffers of a
+        shared executor), the largest storages first take the smallest free buffer of their
+        device that fits, and new buffers join the shared pool (MXNet's
+        InitDataEntryMemory); the pool holds (context, buffer) pairs."""
+        devices = [d or self.ctx for d in devices]
         if shared_pool is None:
-            return [self.xp.zeros(n, dtype="uint8") for n in sizes]
-        free = sorted(((b.nbytes, i) for i, b in enumerate(shared_pool)))
+            return [d.zeros(n, "uint8") for d, n in zip(devices, sizes)]
+        free = sorted((b.nbytes, i) for i, (_, b) in enumerate(shared_pool))
         pool: list[Any] = [None] * len(sizes)
         for sid in sorted(range(len(sizes)), key=lambda s: -sizes[s]):
-            k = next((j for j, (n, _) in enumerate(free) if n >= sizes[sid]), None)
+            k = next((j for j, (n, i) in enumerate(free)
+                      if n >= sizes[sid] and shared_pool[i][0] == devices[sid]), None)
             if k is not None:
-                pool[sid] = shared_pool[free.pop(k)[1]]
+                pool[sid] = shared_pool[free.pop(k)[1]][1]
             else:
-                pool[sid] = self.xp.zeros(sizes[sid], dtype="uint8")
-                shared_pool.append(pool[sid])
+                pool[sid] = devices[sid].zeros(sizes[sid], "uint8")
+                shared_pool.append((devices[sid], pool[sid]))
         return pool
 
     def entry_array(self, eid: int) -> Any:
@@ -112,22 +118,24 @@ class ExecPlan:
         eids = range(rp[nid], rp[nid + 1])
         reqs = [self.reqs.get(e, "write") for e in eids]
         targets = [self.arrays[e] for e in eids]
-        outs = [self.xp.empty_like(t) if r == "add" else t for t, r in zip(targets, reqs)]
+        outs = [self.node_ctx[nid].xp.empty_like(t) if r == "add" else t
+                for t, r in zip(targets, reqs)]
         in_ids = ig.node_inputs[nid]
+        ctx = self.node_ctx[nid]
         call = KernelCall(node.name, node.op.name, node.params,
                           [self.arrays[e] for e in in_ids], outs,
-                          ["null" if r == "null" else "write" for r in reqs], self.xp, self.ctx,
+                          ["null" if r == "null" else "write" for r in reqs], ctx.xp, ctx,
                           is_train, self._states.setdefault(nid, {}), generator(), node.attrs,
                           [self.arg_grad_reqs.get(e, "null") for e in in_ids])
         try:
-            fn = kernel_registry().lookup(node.op.name, self.ctx.device_type)(call)
+            fn = kernel_registry().lookup(node.op.name, ctx.device_type)(call)
         except GraphexecError as exc:
             raise type(exc)(f"node {node.name!r} ({node.op.name}): {exc}") from None
         except Exception as exc:
             raise KernelError(f"creating the kernel of node {node.name!r} ({node.op.name}) "
                               f"failed: {type(exc).__name__}: {exc}") from exc
         adds = [(t, o) for t, o, r in zip(targets, outs, reqs) if r == "add"]
-        return fn if not adds else _accumulating(fn, adds, self.xp)
+        return fn if not adds else _accumulating(fn, adds, ctx.xp)
 
     # -- running ------------------------------------------------------------------------------
     def run(self, is_train: bool, segment: str = "forward") -> None:

@@ -40,7 +40,7 @@ def test_lstm_buckets_share_parameters_and_match_mxnet():
         assert short.arg_dict[n] is default.arg_dict[n]
         assert short.grad_dict[n] is default.grad_dict[n]
     assert np.shares_memory(short.arg_dict["data"], default.arg_dict["data"])
-    assert all(any(b is p for p in default._shared_pool) for b in short._plan.pool)
+    assert all(any(b is p for _, p in default._shared_pool) for b in short._plan.pool)
 
 
 def test_bucketing_errors():

@@ -142,7 +142,7 @@ def test_context_mismatch_is_explained():
     class FakeCupy:
         shape, dtype = (2,), np.dtype("f4")
     FakeCupy.__module__ = "cupy._core"
-    with pytest.raises(gx.ContextError, match="lives on gpu but the executor is bound to cpu"):
+    with pytest.raises(gx.ContextError, match=r"lives on gpu while binding with ctx=cpu\(0\): all arrays must be in the global context"):
         _arith().bind(gx.cpu(), {"a": FakeCupy(), "b": np.ones(2, "f4")})
 
 

@@ -23,7 +23,7 @@ def test_reshape_shares_parameters_and_memory():
     assert np.shares_memory(small.arg_dict["data"], exe.arg_dict["data"])
     small.arg_dict["fc_weight"][...] = 1
     assert exe.arg_dict["fc_weight"].sum() == 50
-    assert small._plan.pool and all(any(b is p for p in exe._shared_pool) for b in small._plan.pool)
+    assert small._plan.pool and all(any(b is p for _, p in exe._shared_pool) for b in small._plan.pool)
     big = exe.reshape(allow_up_sizing=True, data=(16, 10))
     assert big.arg_dict["data"].shape == (16, 10)
     assert not np.shares_memory(big.arg_dict["data"], exe.arg_dict["data"])

@@ -8,8 +8,10 @@ never planned, and graph outputs stay alive. Forward entries read by the backwar
 alive through backward, so backward() can run several times after one forward.
 
 Input attrs: ``shape``, ``dtype``, ``external_entries`` (set of entry ids), optional
-``num_forward_nodes`` and ``inplace_ok`` (``fn(node) -> bool``: the kernel tolerates aliasing).
-Output attrs: ``storage_id`` (per entry; -1 for external), ``storage_bytes`` (per storage id),
+``num_forward_nodes``, ``context`` (per node: storage never crosses devices) and
+``inplace_ok`` (``fn(node) -> bool``: the kernel tolerates aliasing).
+Output attrs: ``storage_id`` (per entry; -1 for external), ``storage_bytes`` and
+``storage_context`` (per storage id),
 ``planned_bytes`` and ``unplanned_bytes`` (what one buffer per entry would take).
 """
 from __future__ import annotations
@@ -41,6 +43,7 @@ def plan_memory_pass(graph: Graph) -> Graph:
     nbytes = [_nbytes(s, t) for s, t in zip(shapes, dtypes)]
     refs = _reference_counts(graph)
     alloc = _Allocator()
+    contexts = graph.attrs.get("context") or [None] * len(ig.nodes)
     sid = [EXTERNAL] * ig.num_entries
     for nid, node in enumerate(ig.nodes):
         start, stop = ig.row_ptr[nid], ig.row_ptr[nid + 1]
@@ -58,7 +61,7 @@ def plan_memory_pass(graph: Graph) -> Graph:
                 taken.add(src)
                 alloc.share(sid[k])
             else:
-                sid[k] = alloc.request(nbytes[k])
+                sid[k] = alloc.request(nbytes[k], contexts[nid])
         for e in in_ids:
             refs[e] -= 1
             if refs[e] == 0 and sid[e] != EXTERNAL:
@@ -70,6 +73,7 @@ def plan_memory_pass(graph: Graph) -> Graph:
     if os.environ.get("MXNET_MEM_PLAN_VERBOSE_LOGGING", "0") not in ("", "0"):
         _log_plan(ig, sid, nbytes)
     return graph.with_attrs(storage_id=sid, storage_bytes=list(alloc.sizes),
+                            storage_context=list(alloc.device),
                             planned_bytes=sum(alloc.sizes), unplanned_bytes=unplanned)
 
 
@@ -114,24 +118,27 @@ def _inplace_source(node, out_index, in_ids, sid, refs, nbytes, k, external, inp
 
 
 class _Allocator:
-    """Storage blocks with reference counts and a free list sorted by size."""
+    """Storage blocks with reference counts and, per device, a free list sorted by size."""
 
     def __init__(self) -> None:
         self.sizes: list[int] = []
         self.users: list[int] = []
-        self.free: list[tuple[int, int]] = []  # (size, storage id), sorted
+        self.device: list[object] = []
+        self.free: dict[object, list[tuple[int, int]]] = {}  # (size, storage id), sorted
 
-    def request(self, size: int) -> int:
-        i = bisect.bisect_left(self.free, (size, -1))
-        if i < len(self.free):
-            _, s = self.free.pop(i)
-        elif self.free:
-            _, s = self.free.pop()  # the largest smaller block, grown to fit
+    def request(self, size: int, device: object = None) -> int:
+        free = self.free.setdefault(device, [])
+        i = bisect.bisect_left(free, (size, -1))
+        if i < len(free):
+            _, s = free.pop(i)
+        elif free:
+            _, s = free.pop()  # the largest smaller block, grown to fit
             self.sizes[s] = size
         else:
             s = len(self.sizes)
             self.sizes.append(size)
             self.users.append(0)
+            self.device.append(device)
         self.users[s] = 1
         return s
 
@@ -141,7 +148,7 @@ class _Allocator:
     def release(self, s: int) -> None:
         self.users[s] -= 1
         if self.users[s] == 0:
-            bisect.insort(self.free, (self.sizes[s], s))
+            bisect.insort(self.free[self.device[s]], (self.sizes[s], s))
 
 
 def _log_plan(ig, sid: list[int], nbytes: list[int]) -> None:

@@ -8,7 +8,7 @@ from .base import INPLACE, KERNELS
 __all__ = ["load_all", "FAMILIES", "INPLACE"]
 
 FAMILIES = ("elemwise", "elemwise_grad", "nn", "conv", "tensor", "slicing", "matrix", "reduce", "indexing",
-            "loss", "init")
+            "loss", "init", "device")
 
 
 def load_all() -> dict:
