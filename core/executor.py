@@ -60,13 +60,12 @@ class Executor:
         external.update((rp[n], a) for n, a in zip(aux_nids, self.aux_arrays))
         reqs: dict[int, str] = {}
         num_out = graph.attrs.get("num_forward_outputs", len(graph.outputs))
-        grads = [(g, self._grad_req[n]) for g, n in zip(self.grad_arrays,
-                                                         self._symbol.list_arguments())
+        names = [ig.nodes[n].name for n in arg_nids]
+        grads = [(g, self._grad_req[n]) for g, n in zip(self.grad_arrays, names)
                  if g is not None and self._grad_req[n] != "null"]
         for eid, (arr, req) in zip(ig.outputs[num_out:], grads):
             external[eid] = arr
             reqs[eid] = req
-        names = self._symbol.list_arguments()
         arg_reqs = {rp[n]: self._grad_req[name] for n, name in zip(arg_nids, names)}
         return external, reqs, arg_reqs
 

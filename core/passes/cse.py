@@ -29,15 +29,18 @@ def eliminate_common_expr_pass(graph: Graph) -> Graph:
     seen: dict[tuple, Node] = {}
     merged = False
     for node in ig.nodes:
-        new_inputs = [Entry(replaced.get(id(e.node), e.node), e.index, e.version)
-                      for e in node.inputs]
+        if node.op is None:
+            continue
         current = node
-        if any(a.node is not b.node for a, b in zip(new_inputs, node.inputs)):
-            current = Node(node.op, node.name, node.attrs, node.params, new_inputs,
-                           node.control_deps, node.subgraphs)
+        if replaced and any(id(e.node) in replaced for e in node.inputs):
+            current = Node(node.op, node.name, node.attrs, node.params,
+                           [Entry(replaced.get(id(e.node), e.node), e.index, e.version)
+                            for e in node.inputs], node.control_deps, node.subgraphs)
         if _mergeable(current):
-            key = (current.op.name, tuple(sorted(current.attrs.items())),
-                   tuple((id(e.node), e.index) for e in current.inputs))
+            attrs = current.attrs
+            key = (current.op.name,
+                   tuple(sorted(attrs.items())) if len(attrs) > 1 else tuple(attrs.items()),
+                   tuple([(id(e.node), e.index) for e in current.inputs]))
             twin = seen.get(key)
             if twin is not None:
                 current = twin

@@ -54,8 +54,10 @@ def plan_memory_pass(graph: Graph) -> Graph:
         for k in range(start, stop):
             if k in external:
                 continue
-            src = _inplace_source(node, k - start, in_ids, sid, refs, nbytes, k, external,
-                                  inplace_ok, taken)
+            src = None
+            if node.op.inplace and nbytes[k] >= INPLACE_MIN_BYTES:
+                src = _inplace_source(node, k - start, in_ids, sid, refs, nbytes, k, external,
+                                      inplace_ok, taken)
             if src is not None:
                 sid[k] = sid[src]
                 taken.add(src)
@@ -110,8 +112,8 @@ def _inplace_source(node, out_index, in_ids, sid, refs, nbytes, k, external, inp
             continue
         src = in_ids[i]
         if (src in external or sid[src] == EXTERNAL or refs[src] != 1 or src in taken
-                or nbytes[src] != nbytes[k] or nbytes[k] < INPLACE_MIN_BYTES
-                or in_ids.count(src) > 1 or not inplace_ok(node)):
+                or nbytes[src] != nbytes[k] or in_ids.count(src) > 1
+                or not inplace_ok(node)):
             continue
         return src
     return None
