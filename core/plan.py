@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from .bulk import bulk_enabled, compile_segments, segment_size
 from .context import Context
 from .errors import BindError, GraphexecError, KernelError
 from .graph import Graph
@@ -40,6 +41,7 @@ class ExecPlan:
         self.segments = {"forward": [n for n in op_nodes if n < self.num_forward_nodes],
                          "backward": [n for n in op_nodes if n >= self.num_forward_nodes]}
         self._kernels: dict[tuple[bool, str], list[Callable[[], None]]] = {}
+        self._bulk: dict[tuple[bool, str], list] = {}
         self._states: dict[int, dict] = {}
         self._monitor: tuple[Callable, bool] | None = None
 
@@ -143,11 +145,29 @@ class ExecPlan:
         if self._monitor is not None:
             self._run_monitored(plan, segment)
             return
+        if bulk_enabled(is_train):
+            self._run_bulk(plan, is_train, segment)
+            return
         i = 0
         try:
             for i, fn in enumerate(plan):
                 fn()
         except Exception as exc:
+            raise self._kernel_error(segment, i, exc) from exc
+
+    def _run_bulk(self, plan: list, is_train: bool, segment: str) -> None:
+        key = (is_train, segment)
+        segments = self._bulk.get(key)
+        if segments is None:
+            segments = self._bulk[key] = compile_segments(plan, segment_size(is_train, len(plan)))
+        seg = None
+        try:
+            for seg in segments:
+                seg.run()
+        except Exception as exc:
+            i = seg.failed_index(exc) if seg is not None else None
+            if i is None:
+                raise
             raise self._kernel_error(segment, i, exc) from exc
 
     def _kernel_error(self, segment: str, i: int, exc: Exception) -> KernelError:
