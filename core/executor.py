@@ -36,7 +36,9 @@ class Executor:
         # MXNet shares the internal pool of a shared_exec (reshape, bucketing); new buffers
         # join that pool so that later executors sharing it can reuse them too
         self._shared_pool = shared_exec._shared_pool if shared_exec is not None else []
-        self._plan = ExecPlan(graph, ctx, external, reqs, arg_reqs, self._shared_pool)
+        self._workspaces = shared_exec._workspaces if shared_exec is not None else []
+        self._plan = ExecPlan(graph, ctx, external, reqs, arg_reqs, self._shared_pool,
+                              self._workspaces)
         ig = graph.indexed
         num_out = graph.attrs.get("num_forward_outputs", len(graph.outputs))
         self.outputs = [self._plan.arrays[e] for e in ig.outputs[:num_out]]

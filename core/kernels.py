@@ -15,9 +15,12 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import numpy as np
+
 from .errors import KernelNotFoundError
 
-__all__ = ["KernelCall", "KernelRegistry", "kernel_registry", "KernelFn", "KernelFactory"]
+__all__ = ["KernelCall", "KernelRegistry", "kernel_registry", "KernelFn", "KernelFactory",
+           "Workspace"]
 
 KernelFn = Callable[[], None]
 
@@ -26,14 +29,16 @@ class KernelCall:
     """Everything a kernel factory may use. ``state`` persists for the node across plans of
     one executor (e.g. a dropout mask kept for backward); ``rng`` is a numpy Generator;
     ``input_grad_reqs`` gives, per input, the grad_req of the argument feeding it ('null' for
-    inputs that are not arguments) — BatchNorm's fix_gamma needs it, as in MXNet."""
+    inputs that are not arguments) — BatchNorm's fix_gamma needs it, as in MXNet;
+    ``workspace`` is the executor's shared scratch memory (:class:`Workspace`)."""
 
     __slots__ = ("node_name", "op_name", "params", "inputs", "outputs", "req", "xp", "ctx",
-                 "is_train", "state", "rng", "attrs", "input_grad_reqs")
+                 "is_train", "state", "rng", "attrs", "input_grad_reqs", "workspace")
 
     def __init__(self, node_name: str, op_name: str, params: Any, inputs: list, outputs: list,
                  req: list[str], xp: Any, ctx: Any, is_train: bool, state: dict, rng: Any,
-                 attrs: dict | None = None, input_grad_reqs: list[str] | None = None):
+                 attrs: dict | None = None, input_grad_reqs: list[str] | None = None,
+                 workspace: "Workspace | None" = None):
         self.node_name = node_name
         self.op_name = op_name
         self.params = params
@@ -47,9 +52,48 @@ class KernelCall:
         self.rng = rng
         self.attrs = attrs or {}
         self.input_grad_reqs = input_grad_reqs or ["null"] * len(inputs)
+        self.workspace = workspace if workspace is not None else Workspace(ctx)
 
 
 KernelFactory = Callable[[KernelCall], KernelFn]
+
+
+class Workspace:
+    """Scratch memory shared by every kernel of an executor (MXNet's TempSpace resource).
+
+    Kernels run one at a time, so one buffer serves all of them: a factory may ``reserve``
+    the largest scratch it will need, and the kernel takes views with ``arrays`` when it runs
+    (views from one ``arrays`` call never overlap; views from different calls may)."""
+
+    def __init__(self, ctx: Any):
+        self.ctx = ctx
+        self.nbytes = 0
+        self._buf = None
+
+    def reserve(self, *specs: tuple) -> None:
+        """Record that up to ``specs`` ((shape, dtype) pairs) will be needed at once."""
+        self.nbytes = max(self.nbytes, _span(specs))
+
+    def arrays(self, *specs: tuple) -> list:
+        """Non-overlapping scratch arrays for ``specs`` ((shape, dtype) pairs)."""
+        need = _span(specs)
+        if self._buf is None or self._buf.nbytes < need:
+            self._buf = self.ctx.zeros(max(need, self.nbytes), "uint8")
+        out, offset = [], 0
+        for shape, dtype in specs:
+            dt = np.dtype(dtype)
+            n = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+            out.append(self._buf[offset:offset + n].view(dt).reshape(shape))
+            offset += -(-n // 64) * 64
+        return out
+
+
+def _span(specs) -> int:
+    total = 0
+    for shape, dtype in specs:
+        n = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+        total += -(-n // 64) * 64
+    return total
 
 
 class KernelRegistry:

@@ -12,7 +12,7 @@ from .bulk import bulk_enabled, compile_segments, segment_size
 from .context import Context
 from .errors import BindError, GraphexecError, KernelError
 from .graph import Graph
-from .kernels import KernelCall, kernel_registry
+from .kernels import KernelCall, Workspace, kernel_registry
 from .ops.common import known
 
 __all__ = ["ExecPlan"]
@@ -26,8 +26,9 @@ class ExecPlan:
 
     def __init__(self, graph: Graph, ctx: Context, external: dict[int, Any],
                  reqs: dict[int, str] | None = None, arg_grad_reqs: dict[int, str] | None = None,
-                 shared_pool: list | None = None):
+                 shared_pool: list | None = None, workspaces: list | None = None):
         self.graph = graph
+        self._workspaces = workspaces if workspaces is not None else []
         self.ctx = ctx
         self.xp = ctx.xp
         ig = graph.indexed
@@ -101,6 +102,15 @@ class ExecPlan:
                 shared_pool.append((devices[sid], pool[sid]))
         return pool
 
+    def workspace(self, ctx: Context) -> Workspace:
+        """The scratch memory of ``ctx`` (shared with executors that share this pool)."""
+        for c, ws in self._workspaces:
+            if c == ctx:
+                return ws
+        ws = Workspace(ctx)
+        self._workspaces.append((ctx, ws))
+        return ws
+
     def entry_array(self, eid: int) -> Any:
         return self.arrays[eid]
 
@@ -128,7 +138,8 @@ class ExecPlan:
                           [self.arrays[e] for e in in_ids], outs,
                           ["null" if r == "null" else "write" for r in reqs], ctx.xp, ctx,
                           is_train, self._states.setdefault(nid, {}), generator(), node.attrs,
-                          [self.arg_grad_reqs.get(e, "null") for e in in_ids])
+                          [self.arg_grad_reqs.get(e, "null") for e in in_ids],
+                          self.workspace(ctx))
         try:
             fn = kernel_registry().lookup(node.op.name, ctx.device_type)(call)
         except GraphexecError as exc:
