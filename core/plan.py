@@ -39,6 +39,7 @@ class ExecPlan:
         self.arrays = self._allocate(ig, external, shared_pool)
         self.num_forward_nodes = graph.attrs.get("num_forward_nodes", len(ig.nodes))
         op_nodes = [nid for nid, n in enumerate(ig.nodes) if n.op is not None]
+        self.unread = _unread_backward_entries(graph, self.num_forward_nodes)
         self.segments = {"forward": [n for n in op_nodes if n < self.num_forward_nodes],
                          "backward": [n for n in op_nodes if n >= self.num_forward_nodes]}
         self._kernels: dict[tuple[bool, str], list[Callable[[], None]]] = {}
@@ -128,9 +129,9 @@ class ExecPlan:
         node = ig.nodes[nid]
         rp = ig.row_ptr
         eids = range(rp[nid], rp[nid + 1])
-        reqs = [self.reqs.get(e, "write") for e in eids]
+        reqs = [self.reqs.get(e, "null" if e in self.unread else "write") for e in eids]
         targets = [self.arrays[e] for e in eids]
-        outs = [self.node_ctx[nid].xp.empty_like(t) if r == "add" else t
+        outs = [self.node_ctx[nid].xp.zeros_like(t) if r == "add" else t
                 for t, r in zip(targets, reqs)]
         in_ids = ig.node_inputs[nid]
         ctx = self.node_ctx[nid]
@@ -213,6 +214,17 @@ class ExecPlan:
                 callback(e.node.name, self.arrays[eid])
             label = names[k] if names else f"input{k}"
             callback(f"{node.name}_{label}", self.arrays[eid])
+
+
+def _unread_backward_entries(graph: Graph, num_forward_nodes: int) -> set[int]:
+    """Outputs of backward nodes that no node reads and no one receives (MXNet gives them
+    the 'null' request: kernels may skip them, e.g. the data gradient of the first layer)."""
+    ig = graph.indexed
+    read = set(ig.outputs)
+    for ins in ig.node_inputs:
+        read.update(ins)
+    start = ig.row_ptr[num_forward_nodes] if num_forward_nodes < len(ig.nodes) else ig.num_entries
+    return {e for e in range(start, ig.num_entries) if e not in read}
 
 
 def _accumulating(fn: Callable[[], None], pairs: list, xp) -> Callable[[], None]:

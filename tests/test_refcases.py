@@ -59,3 +59,16 @@ def test_debug_str_with_backward_matches_mxnet():
         rep = Replay(name, backward=True, reshape=False)
         exe = rep.execs["main"]
         assert exe.debug_str() == (DATA / name / "debug_str.txt").read_text(), name
+
+
+@pytest.mark.parametrize("name", case_names())
+def test_debug_str_tail_reports_memory_like_mxnet(name):
+    """`Total N MB allocated`: our planner allocates at most what MXNet's does."""
+    meta, _ = load_case(name)
+    rep = Replay(name, backward=True, reshape=True)
+    for b in meta["binds"]:
+        want = b["debug_str_tail"]
+        got = rep.execs[b["id"]].debug_str().splitlines()[-2:]
+        assert got[1] == want[1]
+        ours, theirs = int(got[0].split()[1]), int(want[0].split()[1])
+        assert ours <= theirs, f"{name}/{b['id']}: {got[0]} vs MXNet {want[0]}"

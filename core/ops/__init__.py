@@ -10,7 +10,7 @@ from .registry import OpDef, all_ops, find_op, get_op, register_op
 __all__ = ["OpDef", "all_ops", "find_op", "get_op", "register_op", "FAMILIES"]
 
 #: Family modules; importing one registers its operators.
-FAMILIES = ("elemwise", "elemwise_grad", "nn", "conv", "tensor", "tensor_grad", "slicing", "matrix", "reduce", "indexing",
+FAMILIES = ("elemwise", "elemwise_grad", "nn", "conv", "nn_grad", "tensor", "tensor_grad", "slicing", "matrix", "reduce", "indexing",
             "loss", "init", "device")
 
 

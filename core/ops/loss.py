@@ -1,15 +1,22 @@
 """Loss heads: SoftmaxOutput (alias Softmax), LinearRegressionOutput, LogisticRegressionOutput,
 MAERegressionOutput, MakeLoss and make_loss.
 
-Every op here carries the ``loss`` trait: the gradient pass starts backward from them without
-head gradients (and ignores given ones), as MXNet does. Their forward is a softmax, a sigmoid
-or the identity; the label only matters to the gradient.
+Every op here carries the ``loss`` trait: their gradient rules never read the output
+gradient, so the gradient pass asks for no head gradient (and given ones are ignored), as
+MXNet does. Their forward is a softmax, a sigmoid or the identity; the label only matters to
+the gradient. Backward nodes as MXNet 1.9.1 builds them: ``_backward_SoftmaxOutput`` (out,
+label), ``_backward_linear_reg_out`` / ``_logistic_reg_out`` / ``_mae_reg_out`` (label, out),
+each with a label-gradient output that is never written; ``_backward_MakeLoss`` without
+inputs (the data with normalization='valid'); make_loss's gradient is ``ones_like(data)``.
 """
 from __future__ import annotations
 
+from ..graph import Entry
 from .common import (Bool, Enum, Float, InferError, OpDef, ShapeConflict, fmt, known, merge,
                      register_op, same_shape, same_type)
 from .nn import prod, tie
+from .nn_grad import backward_op
+from .registry import get_op
 
 __all__ = ["softmax_label_shapes", "regression_label_shape"]
 
@@ -73,6 +80,44 @@ def _regression_shape(p, ins, outs):
         raise ShapeConflict("in", 1, label, want)
 
 
+_REGRESSION_BACKWARD = {"LinearRegressionOutput": "_backward_linear_reg_out",
+                        "LogisticRegressionOutput": "_backward_logistic_reg_out",
+                        "MAERegressionOutput": "_backward_mae_reg_out"}
+
+
+def _softmax_output_grad(g, node, ograds):
+    return g.outputs(g.backward_node(node, "_backward_SoftmaxOutput",
+                                     [Entry(node, 0), node.inputs[1]]))
+
+
+def _regression_grad(g, node, ograds):
+    return g.outputs(g.backward_node(node, _REGRESSION_BACKWARD[node.op.name],
+                                     [node.inputs[1], Entry(node, 0)]))
+
+
+def _make_loss_grad(g, node, ograds):
+    inputs = [node.inputs[0]] if node.params.normalization == "valid" else []
+    return [Entry(g.backward_node(node, "_backward_MakeLoss", inputs), 0)]
+
+
+def _make_loss_fn_grad(g, node, ograds):
+    return [Entry(g.make("ones_like", f"{node.name}_backward", [node.inputs[0]],
+                         control_deps=[node]), 0)]
+
+
+def _declare_backward() -> None:
+    backward_op("_backward_SoftmaxOutput", "SoftmaxOutput", ("out", "label"), 2)
+    rules = {"SoftmaxOutput": _softmax_output_grad, "MakeLoss": _make_loss_grad,
+                   "make_loss": _make_loss_fn_grad}
+    for name, bw in _REGRESSION_BACKWARD.items():
+        backward_op(bw, name, ("label", "out"), 2)
+        rules[name] = _regression_grad
+    backward_op("_backward_MakeLoss", "MakeLoss",
+                lambda p: ["data"] if p.normalization == "valid" else [], 1)
+    for name, rule in rules.items():
+        get_op(name).gradient = rule
+
+
 def _declare() -> None:
     register_op(OpDef(
         "SoftmaxOutput", aliases=("Softmax",),
@@ -96,3 +141,4 @@ def _declare() -> None:
 
 
 _declare()
+_declare_backward()

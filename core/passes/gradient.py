@@ -102,6 +102,8 @@ def gradient_pass(graph: Graph) -> Graph:
             continue
         ograds = [aggregate(b, contrib.get((id(node), k), []), Entry(node, k))
                   for k in range(node.num_outputs)]
+        if all(_is_zero(g) for g in ograds):
+            continue  # MXNet skips nodes whose output gradients are all zero
         for k, g in enumerate(_apply_rule(b, mirrors.get(id(node), node), ograds)):
             if g is not None:
                 contrib.setdefault((id(node.inputs[k].node), node.inputs[k].index), []).append(g)
@@ -160,6 +162,10 @@ def _nodes_needing_grad(ig: IndexedGraph, targets: set[int]) -> set[int]:
         elif any(ig.node_id[id(e.node)] in needed for e in node.inputs):
             needed.add(nid)
     return needed
+
+
+def _is_zero(e: Entry) -> bool:
+    return e.node.op is not None and e.node.op.name == "zeros_like"
 
 
 def _apply_rule(b: GradBuilder, node: Node, ograds: list[Entry]) -> list[Entry | None]:

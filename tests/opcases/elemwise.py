@@ -118,3 +118,4 @@ CASES += [
     OpCase("_grad_add", [S, S], _f64(np.add)),
     OpCase("_identity_with_attr_like_rhs", [S, S], lambda a, b: a, grad_inputs=(0,)),
 ]
+CASES.append(OpCase("_CrossDeviceCopy", [S], lambda x: x))

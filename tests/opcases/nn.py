@@ -1,6 +1,11 @@
 """Cases for the nn family (FullyConnected, activations, Dropout, softmax family, BatchNorm,
 LayerNorm). Twins are float64 numpy written from the definitions. Random training-mode
-Dropout / rrelu are checked by tests/test_ops_nn.py (statistics), not here."""
+Dropout / rrelu are checked by tests/test_ops_nn.py (statistics), not here.
+
+Gradients (tests/test_op_gradients.py, finite differences with training forwards) are
+checked on every case except those whose training forward is random (Dropout with p > 0,
+rrelu) and those with visible mean/var/std outputs, whose head gradients MXNet ignores;
+tests/test_ops_nn_grad.py covers them."""
 from __future__ import annotations
 
 import math
@@ -72,16 +77,20 @@ def lrelu_twin(x, gamma=None, *, act_type="leaky", slope=0.25, lower_bound=0.125
 CASES += [
     OpCase("LeakyReLU", [S], lrelu_twin, attrs={"slope": 0.1}, id="leaky"),
     OpCase("LeakyReLU", [S], lrelu_twin, attrs={"act_type": "elu", "slope": 0.7}, id="elu"),
-    OpCase("LeakyReLU", [S], lrelu_twin, attrs={"act_type": "selu"}, id="selu"),
+    # MXNet's selu gradient is not the derivative (see kernels/nn_grad.py): checked against
+    # MXNet in test_ops_nn_grad.py instead of by finite differences
+    OpCase("LeakyReLU", [S], lrelu_twin, attrs={"act_type": "selu"}, id="selu",
+           grad_inputs=()),
     OpCase("LeakyReLU", [S], lrelu_twin, attrs={"act_type": "gelu"}, id="gelu"),
     OpCase("LeakyReLU", [(2, 3, 4), (3,)], lrelu_twin, attrs={"act_type": "prelu"}, id="prelu"),
     OpCase("LeakyReLU", [(2, 3), (1,)], lrelu_twin, attrs={"act_type": "prelu"},
            id="prelu_scalar_gamma"),
-    OpCase("LeakyReLU", [S], lrelu_twin, attrs={"act_type": "rrelu"}, id="rrelu_inference"),
+    OpCase("LeakyReLU", [S], lrelu_twin, attrs={"act_type": "rrelu"}, id="rrelu_inference",
+           grad_inputs=()),
 ]
 
 CASES += [
-    OpCase("Dropout", [S], lambda x, **kw: x, attrs={"p": 0.3}, id="inference"),
+    OpCase("Dropout", [S], lambda x, **kw: x, attrs={"p": 0.3}, id="inference", grad_inputs=()),
     OpCase("Dropout", [S], lambda x, **kw: x, attrs={"p": 0.0, "mode": "always"},
            id="always_p0", is_train=True),
 ]
@@ -114,7 +123,7 @@ CASES += [
     OpCase("softmax", [(3, 5)], softmax_twin, attrs={"dtype": "float64"}, id="out_float64",
            dtypes=("float16", "float32")),
     OpCase("softmax", [(2, 4, 3), (2, 3)], softmax_twin, gen=_lengths, id="length",
-           attrs={"axis": 1, "use_length": True}),
+           attrs={"axis": 1, "use_length": True}, grad_inputs=(0,)),
     OpCase("log_softmax", [(2, 4, 3)], lambda x, **kw: softmax_twin(x, log=True, **kw),
            attrs={"axis": 1, "temperature": 0.5}),
     OpCase("SoftmaxActivation", [(2, 3, 4)], lambda x, **kw: softmax_twin(x, axis=-1)),
@@ -157,8 +166,10 @@ _BN = [((2, 3, 4, 4), {}, False, "inference"),
        ((6, 3), {}, True, "train_2d")]
 for _shape, _attrs, _train, _id in _BN:
     _c = _shape[_attrs.get("axis", 1)]
+    _batch_stats = _attrs.get("output_mean_var") and not _attrs.get("use_global_stats")
     CASES.append(OpCase("BatchNorm", [_shape] + [(_c,)] * 4, bn_twin(_train), attrs=_attrs,
-                        gen=_bn_inputs, is_train=_train, id=_id))
+                        gen=_bn_inputs, is_train=_train, id=_id,
+                        grad_inputs=() if _batch_stats else (0, 1, 2)))
 
 
 def ln_twin(x, gamma, beta, *, axis=-1, eps=1e-5, output_mean_var=False):
@@ -175,5 +186,7 @@ def ln_twin(x, gamma, beta, *, axis=-1, eps=1e-5, output_mean_var=False):
 CASES += [
     OpCase("LayerNorm", [(2, 3, 5), (5,), (5,)], ln_twin),
     OpCase("LayerNorm", [(4, 3), (4,), (4,)], ln_twin, attrs={"axis": 0, "output_mean_var": True},
-           id="axis0_mean_std"),
+           id="axis0_mean_std", grad_inputs=()),
+    OpCase("LayerNorm", [(3, 4, 2), (4,), (4,)], ln_twin, attrs={"axis": 1, "eps": 0.01},
+           id="axis1"),
 ]

@@ -7,7 +7,7 @@ from .base import INPLACE, KERNELS
 
 __all__ = ["load_all", "FAMILIES", "INPLACE"]
 
-FAMILIES = ("elemwise", "elemwise_grad", "nn", "conv", "tensor", "slicing", "matrix", "reduce", "indexing",
+FAMILIES = ("elemwise", "elemwise_grad", "nn", "conv", "nn_grad", "conv_grad", "tensor", "slicing", "matrix", "reduce", "indexing",
             "loss", "init", "device")
 
 

@@ -1,10 +1,12 @@
 """Native kernels of Convolution, Deconvolution and Pooling.
 
-Convolution is im2col through a strided window view (one copy into a column buffer made at
-bind time) and one batched matmul over groups that writes the output directly. Deconvolution
-is the transpose: one matmul into columns, then a strided scatter-add per kernel offset
-(col2im). Pooling runs one ufunc per kernel offset over strided slices of a padded buffer.
-Channel-last layouts run on transposed views. Everything is written against ``call.xp``.
+Convolution is im2col through a strided window view (one copy into a column buffer) and one
+batched matmul over groups that writes the output directly. Deconvolution is the transpose:
+one matmul into columns, then a strided scatter-add per kernel offset (col2im). Pooling runs
+one ufunc per kernel offset over strided slices of a padded copy. Column and padding buffers
+live in the executor's shared workspace (:class:`Scratch`), so their memory is not held per
+node. Channel-last layouts run on transposed views. Everything is written against
+``call.xp``.
 """
 from __future__ import annotations
 
@@ -19,7 +21,8 @@ from graphexec.core.ops.conv import (conv_geometry, deconv_adjustments, deconv_p
 from .base import kernel
 from .nn import matmul_into, reshaper, work_dtype
 
-__all__ = ["channel_first_view", "windows"]
+__all__ = ["channel_first_view", "windows", "Scratch", "padded_shape", "pad_into",
+           "padded_source", "offset_slices", "avg_divisor", "lp_root", "lowest"]
 
 
 def channel_first_view(arr, last: bool):
@@ -39,19 +42,48 @@ def windows(xp, a, kernel: tuple, stride: tuple, dilate: tuple, out_sp: tuple):
     return xp.lib.stride_tricks.as_strided(a, shape=shape, strides=strides)
 
 
-def _padder(xp, x, pads: tuple, fill):
-    """(refresh, source): ``source`` is ``x`` or a buffer holding ``x`` inside a border of
-    ``fill`` (``pads`` = (left, right) per spatial axis); ``refresh()`` copies ``x`` in."""
-    if not any(l or r for l, r in pads):
-        return (lambda: None), x
-    shape = (*x.shape[:2], *(n + l + r for n, (l, r) in zip(x.shape[2:], pads)))
-    buf = xp.full(shape, fill, dtype=x.dtype)
-    inner = buf[(slice(None), slice(None),
-                 *(slice(l, l + n) for n, (l, _) in zip(x.shape[2:], pads)))]
-    return (lambda: xp.copyto(inner, x)), buf
+class Scratch:
+    """Named scratch arrays in the executor's shared workspace (MXNet's TempSpace): reserved
+    when the kernel is made, taken as fresh views each time it runs. Kernels run one at a
+    time, so the arrays hold until the kernel returns; take them all with one ``take()``."""
+
+    def __init__(self, call, **specs: tuple):
+        self._ws = call.workspace
+        self._names = list(specs)
+        self._specs = list(specs.values())
+        if self._specs:
+            self._ws.reserve(*self._specs)
+
+    def take(self) -> dict:
+        """Name -> array, for this run of the kernel."""
+        return dict(zip(self._names, self._ws.arrays(*self._specs))) if self._specs else {}
 
 
-def _offset_slices(kernel: tuple, stride: tuple, dilate: tuple, count: tuple) -> list[tuple]:
+def padded_shape(shape: tuple, pads: tuple, start: int = 2) -> tuple:
+    """``shape`` grown by ``pads`` ((left, right) per spatial axis, from axis ``start``)."""
+    grown = [n + l + r for n, (l, r) in zip(shape[start:], pads)]
+    return (*shape[:start], *grown, *shape[start + len(pads):])
+
+
+def pad_into(xp, src, buf, pads: tuple, fill, start: int = 2):
+    """Write ``src`` into ``buf`` inside a border of ``fill`` (``pads`` as for
+    ``padded_shape``) and return ``buf``."""
+    inner = [slice(None)] * buf.ndim
+    for i, (l, r) in enumerate(pads):
+        ax, n = start + i, buf.shape[start + i]
+        for edge in (slice(0, l), slice(n - r, n)):
+            if edge.start < edge.stop:
+                buf[(slice(None),) * ax + (edge,)] = fill
+        inner[ax] = slice(l, n - r)
+    xp.copyto(buf[tuple(inner)], src, casting="unsafe")
+    return buf
+
+
+def _has_pad(pads: tuple) -> bool:
+    return any(l or r for l, r in pads)
+
+
+def offset_slices(kernel: tuple, stride: tuple, dilate: tuple, count: tuple) -> list[tuple]:
     """For every kernel offset, the strided slices picking its element of each window."""
     out = []
     for off in itertools.product(*(range(k) for k in kernel)):
@@ -70,22 +102,26 @@ def _bias_adder(xp, call, out, last: bool):
 
 
 # -- Convolution --------------------------------------------------------------------------
-def _im2col(xp, x, geo, out_sp: tuple, groups: int):
-    """A zero-argument callable returning the columns (N, groups, C/groups*K, L)."""
-    n, c = x.shape[:2]
-    shape = (n, groups, c // groups * math.prod(geo.kernel), math.prod(out_sp))
+def _im2col_specs(x, geo, out_sp: tuple) -> dict:
+    """Scratch for the columns (N, C, *kernel, *out_sp) and, with padding, the padded data;
+    none for a 1x1 stride-1 unpadded kernel, whose columns are the data itself."""
     if all(k == 1 for k in geo.kernel) and all(s == 1 for s in geo.stride) and not any(geo.pad):
-        return reshaper(x, shape)
-    refresh, src = _padder(xp, x, tuple((p, p) for p in geo.pad), 0)
-    win = windows(xp, src, geo.kernel, geo.stride, geo.dilate, out_sp)
-    cols = xp.empty(win.shape, dtype=x.dtype)
-    flat = cols.reshape(shape)
+        return {}
+    specs = {"cols": ((*x.shape[:2], *geo.kernel, *out_sp), x.dtype)}
+    if any(geo.pad):
+        specs["padded"] = (padded_shape(x.shape, tuple((q, q) for q in geo.pad)), x.dtype)
+    return specs
 
-    def run():
-        refresh()
-        xp.copyto(cols, win)
-        return flat
-    return run
+
+def _im2col(xp, x, geo, out_sp: tuple, bufs: dict):
+    """The columns (N, C, *kernel, *out_sp) of ``x`` (``x`` itself for a 1x1 kernel)."""
+    if "cols" not in bufs:
+        return x
+    src = x
+    if "padded" in bufs:
+        src = pad_into(xp, x, bufs["padded"], tuple((q, q) for q in geo.pad), 0)
+    xp.copyto(bufs["cols"], windows(xp, src, geo.kernel, geo.stride, geo.dilate, out_sp))
+    return bufs["cols"]
 
 
 @kernel("Convolution")
@@ -97,15 +133,22 @@ def convolution(call):
     out = channel_first_view(call.outputs[0], geo.last)
     n, c = x.shape[:2]
     g, f = p.num_group, p.num_filter
-    cols = _im2col(xp, x, geo, out.shape[2:], g)
+    out_sp = out.shape[2:]
+    cols_shape = (n, g, c // g * math.prod(geo.kernel), math.prod(out_sp))
     weight = reshaper(channel_first_view(call.inputs[1], geo.last),
                       (g, f // g, c // g * math.prod(geo.kernel)))
-    result_shape = (n, g, f // g, math.prod(out.shape[2:]))
-    result = xp.empty(result_shape, out.dtype) if geo.last else out.reshape(result_shape)
+    result_shape = (n, g, f // g, math.prod(out_sp))
+    specs = _im2col_specs(x, geo, out_sp)
+    if geo.last:
+        specs["result"] = (result_shape, out.dtype)
+    scratch = Scratch(call, **specs)
     add_bias = _bias_adder(xp, call, call.outputs[0], geo.last)
 
     def run():
-        matmul_into(xp, weight(), cols(), result)
+        bufs = scratch.take()
+        cols = _im2col(xp, x, geo, out_sp, bufs).reshape(cols_shape)
+        result = bufs["result"] if geo.last else out.reshape(result_shape)
+        matmul_into(xp, weight(), cols, result)
         if geo.last:
             xp.copyto(out, result.reshape(out.shape))
         add_bias()
@@ -127,34 +170,37 @@ def deconvolution(call):
     kprod = math.prod(geo.kernel)
     weight = reshaper(channel_first_view(call.inputs[1], geo.last), (g, c // g, f // g * kprod))
     data = reshaper(x, (n, g, c // g, math.prod(sp_in)))
-    cols = xp.empty((n, g, f // g * kprod, math.prod(sp_in)), dtype=x.dtype)
     pads = [deconv_pads(v, i, geo, adj, target)[0] for i, v in enumerate(sp_in)]
     extent = [max(s * (v - 1) + d * (k - 1) + 1, pd + o) for v, k, s, d, pd, o in
               zip(sp_in, geo.kernel, geo.stride, geo.dilate, pads, out.shape[2:])]
-    full = xp.zeros((n, f, *extent), dtype=work_dtype(x.dtype))
-    per_offset = cols.reshape(n, f, kprod, *sp_in)
-    targets = [full[sl] for sl in _offset_slices(geo.kernel, geo.stride, geo.dilate, sp_in)]
-    crop = full[(slice(None), slice(None), *(slice(pd, pd + o) for pd, o in
-                                               zip(pads, out.shape[2:])))]
+    slices = offset_slices(geo.kernel, geo.stride, geo.dilate, sp_in)
+    crop = (slice(None), slice(None), *(slice(pd, pd + o) for pd, o in zip(pads, out.shape[2:])))
+    scratch = Scratch(call, cols=((n, g, f // g * kprod, math.prod(sp_in)), x.dtype),
+                      full=((n, f, *extent), work_dtype(x.dtype)))
     add_bias = _bias_adder(xp, call, call.outputs[0], geo.last)
 
     def run():
+        bufs = scratch.take()
+        cols, full = bufs["cols"], bufs["full"]
         matmul_into(xp, weight().transpose(0, 2, 1), data(), cols)
+        per_offset = cols.reshape(n, f, kprod, *sp_in)
         full.fill(0)
-        for k, t in enumerate(targets):
+        for k, sl in enumerate(slices):
+            t = full[sl]
             xp.add(t, per_offset[:, :, k], out=t)
-        xp.copyto(out, crop, casting="unsafe")
+        xp.copyto(out, full[crop], casting="unsafe")
         add_bias()
     return run
 
 
 # -- Pooling ------------------------------------------------------------------------------
-def _lowest(dtype):
+def lowest(dtype):
+    """The smallest value of ``dtype`` (max pooling's padding)."""
     dtype = np.dtype(dtype)
     return np.finfo(dtype).min if dtype.kind == "f" else np.iinfo(dtype).min
 
 
-def _avg_divisor(xp, p, sp_in: tuple, geo, out_sp: tuple):
+def avg_divisor(xp, p, sp_in: tuple, geo, out_sp: tuple):
     """The number of counted positions in every window: a scalar when all windows count
     prod(kernel), else an array of out_sp's shape (never 0: empty windows give 0 / 1)."""
     per_axis = []
@@ -185,16 +231,22 @@ def _global_pool(call, x, out, ws):
         return lambda: fn(x, axis=axes, keepdims=True, out=out,
                           dtype=work_dtype(x.dtype))
     pv = p.p_value
-    return lambda: xp.copyto(out, (x.astype(work_dtype(x.dtype)) ** pv).sum(
-        axis=axes, keepdims=True) ** (1.0 / pv), casting="unsafe")
+    return lambda: xp.copyto(out, lp_root(xp, (x.astype(work_dtype(x.dtype)) ** pv).sum(
+        axis=axes, keepdims=True), pv), casting="unsafe")
 
 
-def _max_pool(call, src, refresh, slices, out, ws):
+def lp_root(xp, a, pv: int):
+    """``a ** (1 / pv)``, the real root for odd ``pv`` (a negative sum of cubes keeps its
+    sign, as MXNet's lp pooling gives)."""
+    return xp.copysign(xp.abs(a) ** (1.0 / pv), a)
+
+
+def _max_pool(call, source, slices, out, ws):
     xp = call.xp
     first, rest = slices[0], slices[1:]
     if ws is None or not call.is_train:
         def run():
-            refresh()
+            src = source()
             xp.copyto(out, src[first])
             for sl in rest:
                 xp.maximum(out, src[sl], out=out)
@@ -203,7 +255,7 @@ def _max_pool(call, src, refresh, slices, out, ws):
     step = xp.empty(out.shape, dtype=ws.dtype)
 
     def tracked():
-        refresh()
+        src = source()
         xp.copyto(out, src[first])
         ws.fill(0)
         for k, sl in enumerate(rest, 1):
@@ -216,28 +268,37 @@ def _max_pool(call, src, refresh, slices, out, ws):
     return tracked
 
 
-def _sum_pool(call, src, refresh, slices, out, divisor):
+def _sum_pool(call, source, slices, out, divisor):
     """sum / avg / lp: accumulate (powers of) the window elements, float32 for float16."""
     xp, p = call.xp, call.params
     wdt = work_dtype(out.dtype)
     acc = out if out.dtype == wdt else xp.empty(out.shape, wdt)
     pv = p.p_value if p.pool_type == "lp" else 1
-    powered = src if pv == 1 else xp.empty(src.shape, wdt)
 
     def run():
-        refresh()
+        src = source()
         if pv != 1:
-            xp.power(src, pv, out=powered)
-        xp.copyto(acc, powered[slices[0]], casting="unsafe")
+            xp.power(src, pv, out=src)
+        xp.copyto(acc, src[slices[0]], casting="unsafe")
         for sl in slices[1:]:
-            xp.add(acc, powered[sl], out=acc)
+            xp.add(acc, src[sl], out=acc)
         if divisor is not None:
             xp.divide(acc, divisor, out=acc)
         if pv != 1:
-            xp.power(acc, 1.0 / pv, out=acc)
+            xp.copyto(acc, lp_root(xp, acc, pv))
         if acc is not out:
             xp.copyto(out, acc, casting="unsafe")
     return run
+
+
+def padded_source(call, x, pads: tuple, fill, dtype=None, copy: bool = False):
+    """A callable giving ``x`` inside a border of ``fill`` (a scratch copy in ``dtype``),
+    or ``x`` itself when there is no padding, the dtype is x's and no ``copy`` is needed."""
+    dtype = np.dtype(dtype or x.dtype)
+    if not (_has_pad(pads) or copy or dtype != x.dtype):
+        return lambda: x
+    scratch = Scratch(call, padded=(padded_shape(x.shape, pads), dtype))
+    return lambda: pad_into(call.xp, x, scratch.take()["padded"], pads, fill)
 
 
 @kernel("Pooling")
@@ -245,7 +306,8 @@ def pooling(call):
     """max / avg / sum / lp pooling. Max pads with the dtype's lowest value (a window over
     padding only gives it, as MXNet). In training the hidden ``workspace`` output receives,
     for each window, the kernel offset of its first maximum (row-major within the window;
-    the global-pooling argmax over the plane), from which the gradient routes back."""
+    the global-pooling argmax over the plane), from which the gradient routes back. lp
+    raises a float32 (float16 data) scratch copy to the power in place."""
     xp, p = call.xp, call.params
     geo, out_sp = pool_geometry(p, call.inputs[0].shape)
     x = channel_first_view(call.inputs[0], geo.last)
@@ -253,11 +315,11 @@ def pooling(call):
     ws = call.outputs[1] if len(call.outputs) > 1 else None
     if p.global_pool:
         return _global_pool(call, x, out, ws)
-    is_max = p.pool_type == "max"
-    refresh, src = _padder(xp, x, geo.pad, _lowest(x.dtype) if is_max else 0)
-    slices = _offset_slices(geo.kernel, geo.stride, geo.dilate, out_sp)
-    sp_in = x.shape[2:]
-    if is_max:
-        return _max_pool(call, src, refresh, slices, out, ws)
-    divisor = _avg_divisor(xp, p, sp_in, geo, out_sp) if p.pool_type == "avg" else None
-    return _sum_pool(call, src, refresh, slices, out, divisor)
+    slices = offset_slices(geo.kernel, geo.stride, geo.dilate, out_sp)
+    if p.pool_type == "max":
+        return _max_pool(call, padded_source(call, x, geo.pad, lowest(x.dtype)), slices, out,
+                         ws)
+    lp = p.pool_type == "lp" and p.p_value != 1
+    source = padded_source(call, x, geo.pad, 0, work_dtype(x.dtype) if lp else None, copy=lp)
+    divisor = avg_divisor(xp, p, x.shape[2:], geo, out_sp) if p.pool_type == "avg" else None
+    return _sum_pool(call, source, slices, out, divisor)

@@ -1,12 +1,18 @@
-"""Native kernels of the loss heads. Forward only: SoftmaxOutput is a softmax, the
-regression outputs the identity (a sigmoid for LogisticRegressionOutput), MakeLoss and
-make_loss the identity. The label matters to the gradient only."""
+"""Native kernels of the loss heads and of their backward operators.
+
+Forward: SoftmaxOutput is a softmax, the regression outputs the identity (a sigmoid for
+LogisticRegressionOutput), MakeLoss and make_loss the identity. Backward (MXNet 1.9.1's
+rules, checked against it): the output gradient is never read, the label's gradient buffer
+is never written."""
 from __future__ import annotations
 
 from functools import partial
 
+import numpy as np
+
 from .base import kernel, special
 from .nn import softmax_fn
+from .nn_grad import nothing, target
 
 
 @kernel("SoftmaxOutput")
@@ -29,3 +35,130 @@ def logistic_regression_output(call):
 @kernel("LinearRegressionOutput", "MAERegressionOutput", "MakeLoss", "make_loss")
 def identity(call):
     return partial(call.xp.copyto, call.outputs[0], call.inputs[0])
+
+
+# -- backward -------------------------------------------------------------------------------
+def _class_layout(p, out):
+    """(rows, classes, positions): the output seen as (rows, classes, positions) with the
+    class axis in the middle, as each mode of SoftmaxOutput takes it."""
+    if p.preserve_shape:
+        return out.size // out.shape[-1], out.shape[-1], 1
+    if p.multi_output:
+        return out.shape[0], out.shape[1], out.size // (out.shape[0] * out.shape[1])
+    return out.shape[0], out.size // out.shape[0], 1
+
+
+@kernel("_backward_SoftmaxOutput")
+def softmax_output_backward(call):
+    """(softmax - target) * grad_scale / norm, per row (position with multi_output), where
+    the target is the one-hot label (class = int(label), none when out of range), smoothed
+    by smooth_alpha (not with multi_output), or the label itself when it has the output's
+    shape (probabilities: no normalisation). norm: 'null' 1 (the positions per sample with
+    multi_output), 'batch' the label's size, 'valid' the labels != ignore_label (at least 1).
+    use_ignore zeroes rows labelled ignore_label; out_grad=True multiplies by the output
+    (MXNet hands its backward the output where the output gradient would go)."""
+    xp, p = call.xp, call.params
+    out, label = call.inputs
+    if call.req[0] == "null":
+        return nothing
+    rows, classes, positions = _class_layout(p, out)
+    grad, commit = target(xp, call.outputs[0], (rows, classes, positions))
+    out3 = out.reshape(rows, classes, positions)
+    if label.shape == out.shape:
+        lab3 = label.reshape(grad.shape)
+
+        def soft():
+            xp.subtract(out3, lab3, out=grad)
+            _finish(xp, p, grad, out3, p.grad_scale)
+            commit()
+        return soft
+    subtract_target = _one_hot_subtract(xp, p, label, grad)
+    ignore = int(p.ignore_label)
+    fixed = p.normalization != "valid"   # 'valid' counts the labels of each call
+    scale = p.grad_scale / _softmax_norm(xp, p, label, positions, ignore) if fixed else None
+
+    def run():
+        lab = subtract_target(out3)
+        if p.use_ignore:
+            xp.multiply(grad, (lab != ignore).reshape(rows, 1, positions), out=grad)
+        _finish(xp, p, grad, out3, scale if fixed else
+                p.grad_scale / _softmax_norm(xp, p, label, positions, ignore))
+        commit()
+    return run
+
+
+def _one_hot_subtract(xp, p, label, grad):
+    """A callable ``f(out3)`` writing out3 - target into ``grad`` (rows, classes, positions)
+    and returning the labels as integers (truncated; out-of-range ones have no hot class)."""
+    rows, classes, positions = grad.shape
+    smooth = p.smooth_alpha if not p.multi_output and classes > 1 else 0.0
+    off = grad.dtype.type(smooth / (classes - 1) if smooth else 0.0)
+    hit = grad.dtype.type(1.0 - smooth) - off
+    # flat index of (row, class 0, position) in grad, for every label
+    base = (xp.arange(rows)[:, None] * (classes * positions) + xp.arange(positions)).reshape(-1)
+    flat = grad.reshape(-1)
+    labels = label.reshape(-1)[:rows * positions]
+
+    def run(out3):
+        lab = labels.astype(np.int64)
+        xp.copyto(grad, out3)
+        if smooth:
+            xp.subtract(grad, off, out=grad)
+        at = base + lab * positions
+        valid = (lab >= 0) & (lab < classes)
+        flat[at if valid.all() else at[valid]] -= hit
+        return lab
+    return run
+
+
+def _softmax_norm(xp, p, label, positions: int, ignore: int) -> float:
+    if p.normalization == "batch":
+        return label.size
+    if p.normalization == "valid":
+        return max(int((label.astype(np.int64) != ignore).sum()), 1)
+    return positions if p.multi_output else 1
+
+
+def _finish(xp, p, grad, out3, scale: float) -> None:
+    if p.out_grad:
+        xp.multiply(grad, out3, out=grad)
+    if scale != 1.0:
+        xp.multiply(grad, grad.dtype.type(scale), out=grad)
+
+
+_REGRESSION = {
+    "_backward_linear_reg_out": lambda xp, d: d,
+    "_backward_logistic_reg_out": lambda xp, d: d,
+    "_backward_mae_reg_out": lambda xp, d: xp.where(d > 0, 1, -1).astype(d.dtype),
+}
+
+
+@kernel(*_REGRESSION)
+def regression_backward(call):
+    """f(out - label) * grad_scale / (label elements per sample): f is the identity (linear,
+    logistic: out is the sigmoid there) or the sign with 0 counted negative (MAE)."""
+    xp, (label, out) = call.xp, call.inputs
+    if call.req[0] == "null":
+        return nothing
+    dx = call.outputs[0]
+    fn = _REGRESSION[call.op_name]
+    lab = label.reshape(out.shape)
+    scale = dx.dtype.type(call.params.grad_scale * label.shape[0] / label.size)
+
+    def run():
+        xp.multiply(fn(xp, out - lab), scale, out=dx)
+    return run
+
+
+@kernel("_backward_MakeLoss")
+def make_loss_backward(call):
+    """grad_scale everywhere, divided by 'batch': the elements per last-axis entry (the
+    product of every dimension but the last), 'valid': the data elements > valid_thresh (at
+    least 1)."""
+    xp, p, dx = call.xp, call.params, call.outputs[0]
+    if p.normalization == "valid":
+        data = call.inputs[0]
+        return lambda: dx.fill(p.grad_scale / max(int((data > p.valid_thresh).sum()), 1))
+    norm = dx.size // dx.shape[-1] if p.normalization == "batch" and dx.ndim else 1
+    value = p.grad_scale / max(norm, 1)
+    return lambda: dx.fill(value)

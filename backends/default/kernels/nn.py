@@ -11,11 +11,11 @@ import numpy as np
 
 from .base import cast_scalar, kernel, special
 
-__all__ = ["reshaper", "work_dtype", "matmul_into", "softmax_fn"]
+__all__ = ["reshaper", "work_dtype", "matmul_into", "softmax_fn", "SELU_ALPHA", "SELU_LAMBDA"]
 
 # SELU constants (Klambauer et al. 2017), as MXNet
-_SELU_ALPHA = 1.6732632423543772848170429916717
-_SELU_LAMBDA = 1.0507009873554804934193349852946
+SELU_ALPHA = 1.6732632423543772848170429916717
+SELU_LAMBDA = 1.0507009873554804934193349852946
 
 
 def reshaper(arr, shape):
@@ -76,7 +76,7 @@ _ACTIVATIONS = {
 }
 
 
-@kernel("Activation")
+@kernel("Activation", inplace=True)
 def activation(call):
     fn = _ACTIVATIONS[call.params.act_type]
     return partial(fn, call.xp, call.inputs[0], call.outputs[0])
@@ -105,10 +105,10 @@ def leaky_relu(call):
     if kind == "elu":
         return partial(_negative_part, xp, x, y, lambda t: _scaled_expm1(xp, t, p.slope))
     if kind == "selu":
-        lam = cast_scalar(_SELU_LAMBDA, y)
+        lam = cast_scalar(SELU_LAMBDA, y)
 
         def selu():
-            _negative_part(xp, x, y, lambda t: _scaled_expm1(xp, t, _SELU_ALPHA))
+            _negative_part(xp, x, y, lambda t: _scaled_expm1(xp, t, SELU_ALPHA))
             xp.multiply(y, lam, out=y)
         return selu
     if kind == "gelu":
@@ -242,7 +242,10 @@ def softmax_activation(call):
 def batch_norm(call):
     """Batch statistics (biased variance) when training without use_global_stats, else the
     moving ones. Outputs mean and var hold the mean and the inverse standard deviation; the
-    moving statistics are left alone (MXNet updates them in backward)."""
+    moving statistics are left alone (MXNet updates them in backward). With fix_gamma, gamma
+    counts as 1, and MXNet overwrites the array with ones when the node is differentiated;
+    here: when data, gamma or beta is an argument with a gradient (a node fed by a layer
+    whose parameters alone are trained is not seen)."""
     xp, p = call.xp, call.params
     x, gamma, beta, moving_mean, moving_var = call.inputs
     out, mean, invstd = call.outputs
@@ -253,8 +256,11 @@ def batch_norm(call):
     batch = call.is_train and not p.use_global_stats
     var = xp.empty(mean.shape, mean.dtype)
     eps = cast_scalar(p.eps, var)
+    reset_gamma = p.fix_gamma and any(r != "null" for r in call.input_grad_reqs[:3])
 
     def run():
+        if reset_gamma:
+            gamma.fill(1)
         if batch:
             xw = x if x.dtype == mean.dtype else x.astype(mean.dtype)
             xp.mean(xw, axis=reduce, out=mean)

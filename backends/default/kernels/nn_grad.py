@@ -1,0 +1,310 @@
+"""Native kernels of the nn family's backward operators (declared in core/ops/nn_grad.py).
+
+Inputs are what MXNet's backward node reads (output gradient first); output k is the gradient
+of the forward input k. Outputs whose request is 'null' are not computed. float16 data is
+worked in float32 where a sum is involved, as MXNet accumulates.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .base import cast_scalar, kernel, special
+from .nn import SELU_ALPHA, SELU_LAMBDA, matmul_into, reshaper, work_dtype
+
+__all__ = ["target", "sum_into", "nothing", "sequence"]
+
+
+def target(xp, arr, shape):
+    """(view, commit): ``arr`` seen with ``shape`` to be written, and a function to call after
+    writing; a non-contiguous ``arr`` (a strided user buffer) is written through a buffer."""
+    if arr.flags.c_contiguous:
+        return arr.reshape(shape), (lambda: None)
+    buf = xp.empty(shape, arr.dtype)
+    return buf, (lambda: xp.copyto(arr, buf.reshape(arr.shape)))
+
+
+def sum_into(xp, a, axis, out) -> None:
+    """``out = a.sum(axis)`` accumulated in float32 for float16."""
+    wdt = work_dtype(a.dtype)
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    if wdt == a.dtype == out.dtype and out.ndim == a.ndim - len(axes):
+        xp.sum(a, axis=axis, out=out)
+    else:
+        xp.copyto(out, xp.sum(a, axis=axis, dtype=wdt).reshape(out.shape), casting="unsafe")
+
+
+def nothing() -> None:
+    """The kernel of a node none of whose outputs is requested."""
+
+
+def sequence(steps: list):
+    """One callable running ``steps`` in order (``nothing`` for none)."""
+    if not steps:
+        return nothing
+    if len(steps) == 1:
+        return steps[0]
+
+    def run():
+        for step in steps:
+            step()
+    return run
+
+
+# -- FullyConnected -------------------------------------------------------------------------
+@kernel("_backward_FullyConnected")
+def fully_connected_backward(call):
+    """dX = dY @ W, dW = dY^T @ X, db = sum of dY over rows: one matmul per gradient, each
+    written in place."""
+    xp, p = call.xp, call.params
+    og, x, w = call.inputs
+    rows = x.shape[0] if p.flatten else math.prod(x.shape[:-1])
+    og2, x2 = reshaper(og, (rows, p.num_hidden)), reshaper(x, (rows, -1))
+    steps = []
+    if call.req[0] != "null":
+        dx2, commit = target(xp, call.outputs[0], (rows, w.shape[1]))
+
+        def data_grad():
+            matmul_into(xp, og2(), w, dx2)
+            commit()
+        steps.append(data_grad)
+    if call.req[1] != "null":
+        dw = call.outputs[1]
+        steps.append(lambda: matmul_into(xp, og2().T, x2(), dw))
+    if not p.no_bias and call.req[2] != "null":
+        db = call.outputs[2]
+        steps.append(lambda: sum_into(xp, og2(), 0, db))
+    return sequence(steps)
+
+
+# -- Activation -----------------------------------------------------------------------------
+_ACTIVATION_GRAD = {
+    "sigmoid": lambda xp, y, x: y * (1 - y),
+    "tanh": lambda xp, y, x: 1 - y * y,
+    "softrelu": lambda xp, y, x: -xp.expm1(-y),
+    "softsign": lambda xp, y, x: 1 / ((1 + xp.abs(x)) ** 2),
+}
+
+
+@kernel("_backward_Activation", inplace=True)
+def activation_backward(call):
+    """From the output y (relu, sigmoid, tanh, softrelu) or the input (softsign)."""
+    xp, og, y = call.xp, call.inputs[0], call.inputs[1]
+    out = call.outputs[0]
+    if call.params.act_type == "relu":
+        positive = xp.empty(y.shape, dtype=bool)
+
+        def relu():
+            xp.greater(y, 0, out=positive)
+            xp.multiply(og, positive, out=out)
+        return relu
+    fn, x = _ACTIVATION_GRAD[call.params.act_type], call.inputs[-1]
+    return lambda: xp.multiply(og, fn(xp, y, x), out=out, casting="unsafe")
+
+
+# -- LeakyReLU ------------------------------------------------------------------------------
+def _gelu_grad(xp, x):
+    """d/dx of 0.5 x (1 + erf(x / sqrt 2)) = Phi(x) + x phi(x)."""
+    cdf = 0.5 * (1 + special(xp).erf(x * (1 / math.sqrt(2))))
+    return cdf + x * xp.exp(-0.5 * x * x) * (1 / math.sqrt(2 * math.pi))
+
+
+def _negative_slope(xp, p, x, y):
+    """The derivative where x <= 0 (x > 0 gives 1, selu lambda) as MXNet 1.9.1 computes it:
+    for selu that is lambda * (y + alpha) with y the selu output (already scaled by lambda),
+    not the true lambda * alpha * exp(x); reproduced as is."""
+    kind = p.act_type
+    if kind == "leaky":
+        return cast_scalar(p.slope, x)
+    if kind == "elu":
+        return y + cast_scalar(p.slope, y)
+    return (y + cast_scalar(SELU_ALPHA, y)) * cast_scalar(SELU_LAMBDA, y)
+
+
+@kernel("_backward_LeakyReLU", inplace=True)
+def leaky_relu_backward(call):
+    """leaky / elu / selu / gelu from (x, y); prelu also gives gamma's gradient (summed over
+    every axis but the channel axis 1, or over all for a single gamma); rrelu uses the slopes
+    its training forward drew (the mask output)."""
+    xp, p, og = call.xp, call.params, call.inputs[0]
+    dx = call.outputs[0]
+    kind = p.act_type
+    if kind == "prelu":
+        return _prelu_backward(call)
+    if kind == "rrelu":
+        x, mask = call.inputs[2], call.inputs[4]
+        return lambda: xp.multiply(og, xp.where(x > 0, 1, mask), out=dx, casting="unsafe")
+    x, y = call.inputs[1], call.inputs[2]
+    if kind == "gelu":
+        return lambda: xp.multiply(og, _gelu_grad(xp, x), out=dx, casting="unsafe")
+    positive = cast_scalar(SELU_LAMBDA if kind == "selu" else 1.0, x)
+
+    def run():
+        slope = xp.where(x > 0, positive, _negative_slope(xp, p, x, y))
+        xp.multiply(og, slope, out=dx, casting="unsafe")
+    return run
+
+
+def _prelu_backward(call):
+    xp = call.xp
+    og, x, gamma = call.inputs[:3]
+    dx, dgamma = call.outputs
+    shape = [1] * x.ndim
+    per_channel = gamma.shape[0] != 1
+    if per_channel:
+        shape[1] = gamma.shape[0]
+    g = gamma.reshape(shape)
+    axes = tuple(i for i in range(x.ndim) if not (per_channel and i == 1))
+    want_x, want_g = call.req[0] != "null", call.req[1] != "null"
+
+    def run():
+        negative = x <= 0
+        if want_g:  # first: dx may overwrite og (in place)
+            sum_into(xp, og * x * negative, axes, dgamma)
+        if want_x:
+            xp.multiply(og, xp.where(negative, g, 1), out=dx, casting="unsafe")
+    return run
+
+
+# -- Dropout --------------------------------------------------------------------------------
+@kernel("_backward_Dropout", inplace=True)
+def dropout_backward(call):
+    """dY * mask (the mask broadcasts over ``axes``) where the forward dropped; a backward
+    with is_train=False passes dY through (mode 'training'), as MXNet does."""
+    xp, (og, mask), dx = call.xp, call.inputs, call.outputs[0]
+    if call.is_train or call.params.mode == "always":
+        return lambda: xp.multiply(og, mask, out=dx)
+    return lambda: xp.copyto(dx, og)
+
+
+# -- softmax family -------------------------------------------------------------------------
+def softmax_grad_fn(xp, og, y, dx, axis, temperature=None, log: bool = False):
+    """A callable writing the input gradient of softmax (or log-softmax) output ``y`` along
+    ``axis``: y * (dY - sum(dY * y)) / T, or (dY - exp(y) * sum(dY)) / T."""
+    wdt = np.result_type(work_dtype(dx.dtype), y.dtype)
+    inv_t = None if temperature in (None, 1.0) else 1.0 / temperature
+
+    def run():
+        g, yw = og.astype(wdt, copy=False), y.astype(wdt, copy=False)
+        if log:
+            res = g - xp.exp(yw) * g.sum(axis=axis, keepdims=True)
+        else:
+            res = yw * (g - (g * yw).sum(axis=axis, keepdims=True))
+        if inv_t is not None:
+            res *= inv_t
+        xp.copyto(dx, res, casting="unsafe")
+    return run
+
+
+@kernel("_backward_softmax", "_backward_log_softmax", inplace=True)
+def softmax_backward(call):
+    """Inputs (dY, y), or (dY, data, length, y) with use_length (the length's gradient is
+    written as zeros, as MXNet writes it)."""
+    xp, p = call.xp, call.params
+    og, y = call.inputs[0], call.inputs[-1]
+    run = softmax_grad_fn(xp, og, y, call.outputs[0], p.axis % y.ndim, p.temperature,
+                          log=call.op_name == "_backward_log_softmax")
+    if len(call.outputs) == 1 or call.req[1] == "null":
+        return run
+    dlen = call.outputs[1]
+    return sequence([run, lambda: dlen.fill(0)])
+
+
+@kernel("_backward_SoftmaxActivation", inplace=True)
+def softmax_activation_backward(call):
+    og, y = call.inputs
+    axis = 1 if call.params.mode == "channel" else y.ndim - 1
+    return softmax_grad_fn(call.xp, og, y, call.outputs[0], axis)
+
+
+# -- normalisation --------------------------------------------------------------------------
+def _bn_layout(x, axis: int):
+    bshape = [1] * x.ndim
+    bshape[axis] = x.shape[axis]
+    return tuple(i for i in range(x.ndim) if i != axis), bshape
+
+
+def _moving_update(xp, p, mean, invstd, moving_mean, moving_var):
+    """moving = momentum * moving + (1 - momentum) * batch statistic, for the mean and the
+    biased variance (recovered from the forward's inverse standard deviation)."""
+    mom = cast_scalar(p.momentum, moving_mean)
+    eps = cast_scalar(p.eps, invstd)
+
+    def run():
+        var = 1 / (invstd * invstd) - eps
+        for moving, stat in ((moving_mean, mean), (moving_var, var)):
+            xp.multiply(moving, mom, out=moving)
+            xp.add(moving, (1 - mom) * stat, out=moving, casting="unsafe")
+    return run
+
+
+def _bn_param_grads(xp, p, call, sum_g, sum_gx) -> None:
+    dgamma, dbeta = call.outputs[1:]
+    if call.req[2] != "null":
+        xp.copyto(dbeta, sum_g, casting="unsafe")
+    if call.req[1] != "null":
+        if p.fix_gamma:
+            dgamma.fill(0)
+        else:
+            xp.copyto(dgamma, sum_gx, casting="unsafe")
+
+
+@kernel("_backward_BatchNorm", inplace=True)
+def batch_norm_backward(call):
+    """A training backward (is_train without use_global_stats) differentiates through the
+    batch statistics of the forward (outputs mean and inverse std) and then moves the moving
+    statistics, each time it runs. Otherwise the gradient is that of the moving statistics
+    (MXNet's rule, even after a training forward). fix_gamma: gamma counts as 1, its gradient
+    is 0."""
+    xp, p = call.xp, call.params
+    og, mean, invstd, x, gamma, _, moving_mean, moving_var = call.inputs
+    dx = call.outputs[0]
+    axis = p.axis % x.ndim
+    reduce, bshape = _bn_layout(x, axis)
+    count = x.size // x.shape[axis]
+    batch = call.is_train and not p.use_global_stats
+    update = _moving_update(xp, p, mean, invstd, moving_mean, moving_var) if batch else None
+    eps = cast_scalar(p.eps, moving_var)
+
+    def run():
+        mu, inv = (mean, invstd) if batch else (moving_mean, 1 / xp.sqrt(moving_var + eps))
+        g = og.astype(mean.dtype, copy=False)
+        xhat = (x.astype(mean.dtype, copy=False) - mu.reshape(bshape)) * inv.reshape(bshape)
+        sum_g, sum_gx = g.sum(axis=reduce), (g * xhat).sum(axis=reduce)
+        _bn_param_grads(xp, p, call, sum_g, sum_gx)
+        if call.req[0] != "null":
+            if batch:
+                g = g - (sum_g.reshape(bshape) + xhat * sum_gx.reshape(bshape)) / count
+            scale = inv if p.fix_gamma else inv * gamma
+            xp.multiply(g, scale.reshape(bshape), out=dx, casting="unsafe")
+        if update is not None:
+            update()
+    return run
+
+
+@kernel("_backward_LayerNorm", inplace=True)
+def layer_norm_backward(call):
+    """With xhat = (x - mean) / std along ``axis``: dbeta = sum dY, dgamma = sum dY * xhat
+    (over the other axes), dx = (g - mean(g) - xhat * mean(g * xhat)) / std, g = dY * gamma."""
+    xp, p = call.xp, call.params
+    og, x, gamma, mean, std = call.inputs
+    dx, dgamma, dbeta = call.outputs
+    axis = p.axis % x.ndim
+    others, bshape = _bn_layout(x, axis)
+    wdt = work_dtype(x.dtype)
+    want = [r != "null" for r in call.req]
+
+    def run():
+        g = og.astype(wdt, copy=False)
+        xhat = (x.astype(wdt, copy=False) - mean) / std
+        if want[2]:
+            sum_into(xp, g, others, dbeta)
+        if want[1]:
+            sum_into(xp, g * xhat, others, dgamma)
+        if want[0]:
+            gg = g * gamma.reshape(bshape)
+            res = (gg - gg.mean(axis=axis, keepdims=True)
+                   - xhat * (gg * xhat).mean(axis=axis, keepdims=True)) / std
+            xp.copyto(dx, res, casting="unsafe")
+    return run
