@@ -12,7 +12,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
 import graphexec as gx  # noqa: E402
-from common import median_time  # noqa: E402
+from common import interleaved_medians, median_time  # noqa: E402
 
 MXNET_PER_OP_US = 0.69          # MXNet 1.9.1, bulk execution on, measured on this machine class
 MXNET_BIND_S = {1000: 0.010, 5000: 0.050, 20000: 0.26}
@@ -58,11 +58,14 @@ def bench_tiny_chain(n: int = 200) -> None:
     exe.forward()
     bare()
     np.testing.assert_allclose(exe.outputs[0], bare_out, rtol=1e-6)
-    times = {}
-    for mode in ("0", "1"):
-        os.environ["MXNET_EXEC_BULK_EXEC_INFERENCE"] = mode
-        times[mode] = median_time(exe.forward, repeat=15, number=200)
-    t_bare = median_time(bare, repeat=15, number=200)
+    def forward_with(mode):
+        def run():
+            os.environ["MXNET_EXEC_BULK_EXEC_INFERENCE"] = mode
+            exe.forward()
+        return run
+    times = interleaved_medians({"0": forward_with("0"), "1": forward_with("1"), "bare": bare},
+                                repeat=31, number=100)
+    t_bare = times["bare"]
     print(f"tiny chain, {n} ops on (1,16), forward(is_train=False):")
     for mode, label in (("0", "node loop (bulk off)"), ("1", "bulk execution      ")):
         t = times[mode]

@@ -13,7 +13,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
 import graphexec as gx  # noqa: E402
-from common import median_time  # noqa: E402
+from common import interleaved_medians  # noqa: E402
 
 MXNET_MS = {"train": 3.98, "infer": 1.33}     # MXNet 1.9.1, OMP_NUM_THREADS=2, this machine class
 BATCH, SIZES = 64, (784, 512, 512, 10)
@@ -89,10 +89,14 @@ def main() -> None:
     def hand_step():
         hand.forward()
         hand.backward()
-    t_train = median_time(train_step, repeat=15, number=10)
-    t_hand_train = median_time(hand_step, repeat=15, number=10)
-    t_infer = median_time(lambda: infer.forward(is_train=False), repeat=15, number=10)
-    t_hand_infer = median_time(hand.forward, repeat=15, number=10)
+    for _ in range(10):  # warm up caches and BLAS threads
+        train_step()
+        hand_step()
+    t = interleaved_medians({"train": train_step, "hand_train": hand_step,
+                             "infer": lambda: infer.forward(is_train=False),
+                             "hand_infer": hand.forward}, repeat=31, number=10)
+    t_train, t_hand_train, t_infer, t_hand_infer = (t["train"], t["hand_train"], t["infer"],
+                                                    t["hand_infer"])
     print(f"MLP {'-'.join(map(str, SIZES))}, batch {BATCH}, threads "
           f"{os.environ.get('OMP_NUM_THREADS', 'default')}:")
     for label, ours, theirs, mx in (("train step", t_train, t_hand_train, MXNET_MS["train"]),

@@ -15,3 +15,17 @@ def median_time(fn: Callable[[], object], repeat: int = 7, number: int = 1) -> f
             fn()
         times.append((time.perf_counter() - t0) / number)
     return statistics.median(times)
+
+
+def interleaved_medians(fns: dict[str, Callable[[], object]], repeat: int = 15,
+                        number: int = 1) -> dict[str, float]:
+    """Median per-call time of each function, timing them in alternation so that drift in a
+    shared machine's speed hits all of them alike."""
+    times: dict[str, list[float]] = {k: [] for k in fns}
+    for _ in range(repeat):
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            for _ in range(number):
+                fn()
+            times[name].append((time.perf_counter() - t0) / number)
+    return {k: statistics.median(v) for k, v in times.items()}
