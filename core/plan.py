@@ -36,10 +36,10 @@ class ExecPlan:
         _check_complete(graph)
         self.reqs = reqs or {}
         self.arg_grad_reqs = arg_grad_reqs or {}
-        self.arrays = self._allocate(ig, external, shared_pool)
         self.num_forward_nodes = graph.attrs.get("num_forward_nodes", len(ig.nodes))
-        op_nodes = [nid for nid, n in enumerate(ig.nodes) if n.op is not None]
         self.unread = _unread_backward_entries(graph, self.num_forward_nodes)
+        self.arrays = self._allocate(ig, external, shared_pool)
+        op_nodes = [nid for nid, n in enumerate(ig.nodes) if n.op is not None]
         self.segments = {"forward": [n for n in op_nodes if n < self.num_forward_nodes],
                          "backward": [n for n in op_nodes if n >= self.num_forward_nodes]}
         self._kernels: dict[tuple[bool, str], list[Callable[[], None]]] = {}
