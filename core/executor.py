@@ -44,7 +44,7 @@ class Executor:
         self.outputs = [self._plan.arrays[e] for e in ig.outputs[:num_out]]
         self._head_grad_eids = [None if v is None else ig.entry_id(v)
                                 for v in graph.attrs.get("head_grad_nodes", [])]
-        self._last_forward_trained = False
+        self._last_forward_trained = self._backward_ran = False
         self._arg_dict = self._grad_dict = self._aux_dict = self._output_dict = None
         from .plugins import plugin_manager
         plugin_manager().notify("graphexec_executor_bound", executor=self)
@@ -80,6 +80,7 @@ class Executor:
             self._copy_inputs(kwargs)
         self._plan.run(bool(is_train), "forward")
         self._last_forward_trained = bool(is_train)
+        self._backward_ran = False
         return self.outputs
 
     def backward(self, out_grads: Any = None, is_train: bool = True) -> None:
@@ -94,6 +95,11 @@ class Executor:
             raise BackwardError("backward() needs the values of a forward(is_train=True) pass: "
                                 "call forward(is_train=True) first (the last forward ran with "
                                 "is_train=False or none ran yet)")
+        if self._backward_ran and self._plan.graph.attrs["backward_clobbers_forward"]:
+            raise BackwardError("a second backward() after one forward would read forward "
+                                "values that this executor's memory plan reuses during backward "
+                                "(as MXNet's does): call forward(is_train=True) again first, "
+                                "or bind with GRAPHEXEC_REPEATABLE_BACKWARD=1 to keep them")
         grads = self._normalize_out_grads(out_grads)
         for i, eid in enumerate(self._head_grad_eids):
             if eid is None:
@@ -114,6 +120,7 @@ class Executor:
             if eid is not None:
                 self._plan.arrays[eid][...] = grads[i]
         self._plan.run(bool(is_train), "backward")
+        self._backward_ran = True
 
     def _normalize_out_grads(self, out_grads: Any) -> list:
         names = self._symbol.list_outputs()

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import graphexec as gx
 
@@ -68,3 +69,35 @@ def test_debug_str_reports_planned_megabytes():
     total = exe._plan.graph.attrs["planned_bytes"]
     assert f"Total {total >> 20} MB allocated" in exe.debug_str()
     assert total >> 20 == 4  # the chain runs in place in one 4 MiB buffer
+
+
+def _two_layer(monkeypatch, repeatable: str):
+    monkeypatch.setenv("GRAPHEXEC_REPEATABLE_BACKWARD", repeatable)
+    x = gx.sym.Variable("x")
+    y = x
+    for _ in range(2):
+        y = gx.sym.tanh(gx.sym.sin(y) * 1.1)
+    exe = y.simple_bind(gx.cpu(), x=(256, 256))
+    exe.arg_dict["x"][...] = np.random.default_rng(4).uniform(-1, 1, (256, 256))
+    exe.forward(is_train=True)
+    exe.backward(np.ones((256, 256), "f4"))
+    return exe
+
+
+def test_backward_reusing_forward_memory_needs_a_new_forward(monkeypatch):
+    exe = _two_layer(monkeypatch, "0")
+    assert exe._plan.graph.attrs["backward_clobbers_forward"]
+    first = exe.grad_dict["x"].copy()
+    with pytest.raises(gx.BackwardError, match="call forward\\(is_train=True\\) again first"):
+        exe.backward(np.ones((256, 256), "f4"))
+    exe.forward(is_train=True)
+    exe.backward(np.ones((256, 256), "f4"))
+    np.testing.assert_array_equal(exe.grad_dict["x"], first)
+
+
+def test_repeatable_backward_keeps_forward_values(monkeypatch):
+    exe = _two_layer(monkeypatch, "1")
+    assert not exe._plan.graph.attrs["backward_clobbers_forward"]
+    first = exe.grad_dict["x"].copy()
+    exe.backward(np.ones((256, 256), "f4"))
+    np.testing.assert_array_equal(exe.grad_dict["x"], first)

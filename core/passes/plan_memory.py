@@ -4,11 +4,14 @@ Entries whose last reader has run free their storage; later entries reuse a free
 fits (best fit, growing the largest smaller block when none fits, as MXNet's GraphAllocator);
 an op whose declaration and kernel allow it writes an output in place of a dying input of the
 same size. External entries (arguments, auxiliary states, gradient buffers: user arrays) are
-never planned, and graph outputs stay alive. Forward entries read by the backward segment stay
-alive through backward, so backward() can run several times after one forward.
+never planned, and graph outputs stay alive. As in MXNet, a forward entry is freed after its
+last reader, in backward too, so backward temporaries may reuse it; the plan records whether
+that happens (``backward_clobbers_forward``: a second backward() then needs a new forward).
+``repeatable_backward`` (or GRAPHEXEC_REPEATABLE_BACKWARD=1) keeps forward entries read by
+backward alive instead, at the cost of memory.
 
 Input attrs: ``shape``, ``dtype``, ``external_entries`` (set of entry ids), optional
-``num_forward_nodes``, ``context`` (per node: storage never crosses devices) and
+``num_forward_nodes``, ``repeatable_backward``, ``context`` (per node: storage never crosses devices) and
 ``inplace_ok`` (``fn(node) -> bool``: the kernel tolerates aliasing).
 Output attrs: ``storage_id`` (per entry; -1 for external), ``storage_bytes`` and
 ``storage_context`` (per storage id),
@@ -41,7 +44,8 @@ def plan_memory_pass(graph: Graph) -> Graph:
     external = graph.attrs["external_entries"]
     inplace_ok: Callable = graph.attrs.get("inplace_ok", lambda node: False)
     nbytes = [_nbytes(s, t) for s, t in zip(shapes, dtypes)]
-    refs = _reference_counts(graph)
+    keep_forward = graph.attrs.get("repeatable_backward", repeatable_backward_default())
+    refs = _reference_counts(graph, keep_forward)
     alloc = _Allocator()
     contexts = graph.attrs.get("context") or [None] * len(ig.nodes)
     sid = [EXTERNAL] * ig.num_entries
@@ -76,7 +80,8 @@ def plan_memory_pass(graph: Graph) -> Graph:
         _log_plan(ig, sid, nbytes)
     return graph.with_attrs(storage_id=sid, storage_bytes=list(alloc.sizes),
                             storage_context=list(alloc.device),
-                            planned_bytes=sum(alloc.sizes), unplanned_bytes=unplanned)
+                            planned_bytes=sum(alloc.sizes), unplanned_bytes=unplanned,
+                            backward_clobbers_forward=_clobbers(graph, sid))
 
 
 def _nbytes(shape, dtype) -> int:
@@ -86,15 +91,19 @@ def _nbytes(shape, dtype) -> int:
     return n * np.dtype(dtype).itemsize
 
 
-def _reference_counts(graph: Graph) -> list[int]:
-    """Readers per entry; graph outputs, variables and forward entries read by backward
-    nodes are pinned (never freed)."""
+def repeatable_backward_default() -> bool:
+    return os.environ.get("GRAPHEXEC_REPEATABLE_BACKWARD", "0") not in ("", "0")
+
+
+def _reference_counts(graph: Graph, keep_forward: bool) -> list[int]:
+    """Readers per entry; graph outputs and variables are pinned (never freed), and so are
+    forward entries read by backward nodes when ``keep_forward``."""
     ig = graph.indexed
     nfwd = graph.attrs.get("num_forward_nodes", len(ig.nodes))
     refs = [0] * ig.num_entries
     for nid in range(len(ig.nodes)):
         for e in ig.node_inputs[nid]:
-            if nid >= nfwd and e < ig.row_ptr[nfwd]:
+            if keep_forward and nid >= nfwd and e < ig.row_ptr[nfwd]:
                 refs[e] = _NEVER
             else:
                 refs[e] += 1
@@ -103,6 +112,17 @@ def _reference_counts(graph: Graph) -> list[int]:
     for nid in ig.input_nodes:
         refs[ig.row_ptr[nid]] = _NEVER
     return refs
+
+
+def _clobbers(graph: Graph, sid: list[int]) -> bool:
+    """Whether a backward node writes storage holding a forward value that backward reads
+    (then a second backward() needs a new forward first)."""
+    ig = graph.indexed
+    nfwd = graph.attrs.get("num_forward_nodes", len(ig.nodes))
+    fwd_end = ig.row_ptr[nfwd]
+    read = {sid[e] for nid in range(nfwd, len(ig.nodes)) for e in ig.node_inputs[nid]
+            if e < fwd_end and sid[e] != EXTERNAL}
+    return any(sid[e] in read for e in range(fwd_end, ig.num_entries))
 
 
 def _inplace_source(node, out_index, in_ids, sid, refs, nbytes, k, external, inplace_ok,
