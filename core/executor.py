@@ -8,6 +8,7 @@ from .errors import (ArgumentShapeError, BackwardError, HeadGradientError,
                      UnknownArgumentError)
 from .graph import Graph
 from .plan import ExecPlan
+from .random import generator
 from .symbol import Symbol, check_unique_names
 
 __all__ = ["Executor", "bind", "simple_bind"]
@@ -78,6 +79,8 @@ class Executor:
         Returns ``self.outputs``: arrays the next forward overwrites (copy what you keep)."""
         if kwargs:
             self._copy_inputs(kwargs)
+        if is_train:
+            self._forward_rng_state = generator().bit_generator.state
         self._plan.run(bool(is_train), "forward")
         self._last_forward_trained = bool(is_train)
         self._backward_ran = False
@@ -96,10 +99,7 @@ class Executor:
                                 "call forward(is_train=True) first (the last forward ran with "
                                 "is_train=False or none ran yet)")
         if self._backward_ran and self._plan.graph.attrs["backward_clobbers_forward"]:
-            raise BackwardError("a second backward() after one forward would read forward "
-                                "values that this executor's memory plan reuses during backward "
-                                "(as MXNet's does): call forward(is_train=True) again first, "
-                                "or bind with GRAPHEXEC_REPEATABLE_BACKWARD=1 to keep them")
+            self._replay_forward()
         grads = self._normalize_out_grads(out_grads)
         for i, eid in enumerate(self._head_grad_eids):
             if eid is None:
@@ -121,6 +121,18 @@ class Executor:
                 self._plan.arrays[eid][...] = grads[i]
         self._plan.run(bool(is_train), "backward")
         self._backward_ran = True
+
+    def _replay_forward(self) -> None:
+        """Recompute the forward values a previous backward overwrote (the memory plan lets
+        backward reuse them, as MXNet's does), drawing the same random numbers as the original
+        forward so Dropout masks match; the generator then continues where it was."""
+        gen = generator()
+        current = gen.bit_generator.state
+        gen.bit_generator.state = self._forward_rng_state
+        try:
+            self._plan.run(True, "forward")
+        finally:
+            gen.bit_generator.state = current
 
     def _normalize_out_grads(self, out_grads: Any) -> list:
         names = self._symbol.list_outputs()

@@ -6,7 +6,7 @@ an op whose declaration and kernel allow it writes an output in place of a dying
 same size. External entries (arguments, auxiliary states, gradient buffers: user arrays) are
 never planned, and graph outputs stay alive. As in MXNet, a forward entry is freed after its
 last reader, in backward too, so backward temporaries may reuse it; the plan records whether
-that happens (``backward_clobbers_forward``: a second backward() then needs a new forward).
+that happens (``backward_clobbers_forward``: a second backward() then recomputes them).
 ``repeatable_backward`` (or GRAPHEXEC_REPEATABLE_BACKWARD=1) keeps forward entries read by
 backward alive instead, at the cost of memory.
 
