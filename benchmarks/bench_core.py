@@ -81,7 +81,7 @@ def bench_bind(sizes=(1000, 5000, 20000)) -> None:
     prev = None
     for n in sizes:
         sym = chain_symbol(n)
-        t = median_time(lambda: sym.simple_bind(gx.cpu(), grad_req="null", x=(1, 16)), repeat=3)
+        t = median_time(lambda: sym.simple_bind(gx.cpu(), grad_req="null", x=(1, 16)), repeat=5)
         growth = f"  x{t / prev[1]:.2f} for x{n / prev[0]:.0f} nodes" if prev else ""
         print(f"  {n:6d} nodes: {t:7.4f} s   MXNet {MXNET_BIND_S[n]:.3f} s   ratio "
               f"{t / MXNET_BIND_S[n]:.2f} (goal <= 2){growth}")

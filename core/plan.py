@@ -237,6 +237,8 @@ def _accumulating(fn: Callable[[], None], pairs: list, xp) -> Callable[[], None]
 
 
 def _check_complete(graph: Graph) -> None:
+    if graph.attrs.get("shape_num_unknown") == 0 and graph.attrs.get("dtype_num_unknown") == 0:
+        return
     ig = graph.indexed
     shapes, dtypes = graph.attrs["shape"], graph.attrs["dtype"]
     bad = []
