@@ -7,7 +7,7 @@ backends.
 >>> exe.forward()[0]
 array([4., 7.], dtype=float32)
 """
-from .core import model, name, random, sym
+from .core import model, name, random, subgraph, sym
 from .core.bucketing import BucketingExecutor
 from .core.context import Context, cpu, current_context, gpu
 from .core.errors import *  # noqa: F401,F403 - the exception hierarchy is public
@@ -15,6 +15,8 @@ from .core.errors import GraphexecError, MXNetError
 from .core.executor import Executor
 from .core.hookspecs import hookimpl
 from .core.naming import AttrScope
+from .core.subgraph import list_backends
+from .core.subgraph.frontend import partition, validate_partition
 
 symbol = sym
 attribute = name
@@ -23,4 +25,5 @@ __version__ = "0.1.0"
 
 __all__ = ["sym", "symbol", "model", "name", "random", "Context", "cpu", "gpu",
            "current_context", "Executor", "BucketingExecutor", "GraphexecError", "MXNetError", "AttrScope",
-           "hookimpl", "attribute"]
+           "hookimpl", "attribute", "subgraph", "list_backends", "partition",
+           "validate_partition"]

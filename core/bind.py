@@ -17,6 +17,7 @@ from .passes.cse import cse_enabled
 from .passes.manager import apply_passes
 from .passes.assign_context import check_group2ctx, variable_context
 from .sharing import shared_arrays
+from .subgraph.select import apply_backends, resolve_backends
 from .symbol import Symbol, check_unique_names
 
 __all__ = ["bind", "simple_bind", "normalize_grad_req", "GRAD_REQS"]
@@ -110,15 +111,20 @@ def _aux_names(ig: IndexedGraph) -> list[str]:
 
 
 def bind(sym: Symbol, ctx: Context, args: Any, args_grad: Any = None, grad_req: Any = "write",
-         aux_states: Any = None, group2ctx: Any = None, shared_exec: Any = None, **kwargs: Any):
-    """Bind user arrays (list in list_arguments order, or dict by name) to ``sym``."""
+         aux_states: Any = None, group2ctx: Any = None, shared_exec: Any = None,
+         backend: Any = None, backend_options: dict | None = None):
+    """Bind user arrays (list in list_arguments order, or dict by name) to ``sym``;
+    ``backend`` ("name" or "a,b") overrides MXNET_SUBGRAPH_BACKEND, ``backend_options`` maps
+    backend name -> options."""
     group2ctx = check_group2ctx(group2ctx)
     with gc_paused():
-        return _bind(sym, ctx, args, args_grad, grad_req, aux_states, group2ctx, shared_exec)
+        return _bind(sym, ctx, args, args_grad, grad_req, aux_states, group2ctx, shared_exec,
+                     backend, backend_options)
 
 
 def _bind(sym: Symbol, ctx: Context, args: Any, args_grad: Any, grad_req: Any,
-          aux_states: Any, group2ctx: dict, shared_exec: Any):
+          aux_states: Any, group2ctx: dict, shared_exec: Any, backend: Any,
+          backend_options: dict | None):
     from .executor import Executor
     ctx = Context(ctx) if not isinstance(ctx, Context) else ctx
     ig = IndexedGraph(sym.outputs)
@@ -138,7 +144,8 @@ def _bind(sym: Symbol, ctx: Context, args: Any, args_grad: Any, grad_req: Any,
         elif grad_arrays[i].shape != arg_arrays[i].shape:
             raise BindError(f"args_grad[{n!r}] has shape {grad_arrays[i].shape} but the argument "
                             f"has shape {arg_arrays[i].shape}")
-    graph = build_graph(sym, ig, arg_arrays, aux_arrays, reqs, ctx=ctx, group2ctx=group2ctx)
+    graph = build_graph(sym, ig, arg_arrays, aux_arrays, reqs, ctx=ctx, group2ctx=group2ctx,
+                        backend=backend, backend_options=backend_options)
     return Executor(sym, ctx, graph, arg_arrays, grad_arrays, aux_arrays, reqs, group2ctx,
                     shared_exec)
 
@@ -152,21 +159,32 @@ def _infer(sym: Symbol, ig: IndexedGraph, shapes: dict, dtypes: dict, exact: boo
 def build_graph(sym: Symbol, ig: IndexedGraph, arg_arrays: list, aux_arrays: list,
                 reqs: dict[str, str], inferred: Graph | None = None,
                 mirror: bool | None = None, ctx: Context | None = None,
-                group2ctx: dict | None = None) -> Graph:
-    """The executed graph: the forward graph after common-subexpression elimination plus,
-    when some grad_req is not null, the backward graph (gradient pass); shapes and dtypes
-    inferred from the bound arrays. ``inferred`` is the forward graph already inferred from
-    the same arrays (reused when no pass changes it); ``mirror`` overrides
+                group2ctx: dict | None = None, backend: Any = None,
+                backend_options: dict | None = None) -> Graph:
+    """The executed graph: the forward graph partitioned by the selected subgraph backends
+    (``backend``, else MXNET_SUBGRAPH_BACKEND, else plugins.toml), after common-subexpression
+    elimination, plus, when some grad_req is not null, the backward graph (gradient pass);
+    shapes and dtypes inferred from the bound arrays. ``inferred`` is the forward graph already
+    inferred from the same arrays (reused when no pass changes it); ``mirror`` overrides
     MXNET_BACKWARD_DO_MIRROR."""
     aux_ids = [i for i in ig.input_nodes if i in ig.mutable_input_nodes]
     given = {id(ig.nodes[k]): a for k, a in zip(ig.arg_nodes, arg_arrays)}
     given.update((id(ig.nodes[k]), a) for k, a in zip(aux_ids, aux_arrays))
     grad_nodes = [ig.nodes[n] for n in ig.arg_nodes if reqs[ig.nodes[n].name] != "null"]
-    g = Graph(sym.outputs, {}, ig)
+    names = resolve_backends(backend)
+    plan = None
+    if names:
+        part, plan = apply_backends(sym, names, ctx or Context("cpu"), bool(grad_nodes),
+                                    backend_options)
+        from .plugins import plugin_manager
+        plugin_manager().notify("graphexec_partition_done", symbol=part, plan=plan)
+        if part is not sym:
+            sym, ig, inferred = part, IndexedGraph(part.outputs), None
+    g = Graph(sym.outputs, {"partition_plan": plan}, ig)
     if cse_enabled():
         g = apply_passes(g, ["eliminate_common_expr"])
     if inferred is not None and not grad_nodes and g.indexed is ig and not group2ctx:
-        return inferred
+        return inferred.with_attrs(partition_plan=plan)
     if grad_nodes:
         attrs = {"grad_args": [g.indexed.node_id[id(n)] for n in grad_nodes]}
         if mirror is not None:
@@ -207,7 +225,8 @@ def _legacy(s: tuple | None) -> str:
 def simple_bind(sym: Symbol, ctx: Context, grad_req: Any = "write",
                 type_dict: Mapping[str, Any] | None = None, group2ctx: Any = None,
                 shared_arg_names: Sequence[str] | None = None, shared_exec: Any = None,
-                shared_buffer: dict | None = None, **shapes: Any):
+                shared_buffer: dict | None = None, backend: Any = None,
+                backend_options: dict | None = None, **shapes: Any):
     """Infer every shape and dtype from ``shapes`` (and ``type_dict``; float32 by default),
     allocate zero-filled arguments, gradients and auxiliary states, and bind them."""
     group2ctx = check_group2ctx(group2ctx)
@@ -215,12 +234,13 @@ def simple_bind(sym: Symbol, ctx: Context, grad_req: Any = "write",
         raise BindError(f"shared_buffer must be a dict, got {type(shared_buffer).__name__}")
     with gc_paused():
         return _simple_bind(sym, ctx, grad_req, type_dict, group2ctx, shapes, shared_exec,
-                            shared_arg_names, shared_buffer)
+                            shared_arg_names, shared_buffer, backend, backend_options)
 
 
 def _simple_bind(sym: Symbol, ctx: Context, grad_req: Any, type_dict: Mapping[str, Any] | None,
                  group2ctx: Any, shapes: dict[str, Any], shared_exec: Any,
-                 shared_arg_names: Sequence[str] | None, shared_buffer: dict | None):
+                 shared_arg_names: Sequence[str] | None, shared_buffer: dict | None,
+                 backend: Any, backend_options: dict | None):
     from .executor import Executor
     ctx = Context(ctx) if not isinstance(ctx, Context) else ctx
     xp = ctx.xp
@@ -256,6 +276,6 @@ def _simple_bind(sym: Symbol, ctx: Context, grad_req: Any, type_dict: Mapping[st
                        for c, (s, t), n in zip(arg_ctx, arg_specs, arg_names)]
         aux_arrays = [c.zeros(s, t) for c, (s, t) in zip(aux_ctx, aux_specs)]
     g = build_graph(sym, ig, arg_arrays, aux_arrays, reqs, inferred=g, ctx=ctx,
-                    group2ctx=group2ctx)
+                    group2ctx=group2ctx, backend=backend, backend_options=backend_options)
     return Executor(sym, ctx, g, arg_arrays, grad_arrays, aux_arrays, reqs, group2ctx,
                     shared_exec)

@@ -235,6 +235,15 @@ class Executor:
 
     # -- introspection ---------------------------------------------------------------------
     @property
+    def partition_plan(self):
+        """The :class:`PartitionPlan` of this bind (None when no backend was selected); its
+        ``fallbacks`` counts regions that run natively after their backend failed."""
+        plan = self._plan.graph.attrs.get("partition_plan")
+        if plan is not None:
+            plan.fallbacks = sum(s.get("fallbacks", 0) for s in self._plan._states.values())
+        return plan
+
+    @property
     def memory_plan(self) -> dict[str, int]:
         """Bytes the memory planner allocated (``planned_bytes``), what one buffer per entry
         would take (``unplanned_bytes``) and, when backward mirroring recomputes forward

@@ -47,3 +47,17 @@ def graphexec_register_passes(register: Callable[..., Any]) -> None:
 def graphexec_executor_bound(executor: Any) -> None:
     """Observe a newly bound executor (for logs, profilers, A/B reports). Return value ignored;
     called after every bind / simple_bind / reshape."""
+
+
+@hookspec
+def graphexec_register_subgraph_backends(register: Callable[[str, Callable[[], Any]], None]) -> None:
+    """Register subgraph backends: ``register(name, factory)`` where ``factory()`` returns a
+    fresh :class:`graphexec.core.subgraph.SubgraphBackend` (called at every partitioning, so
+    per-bind options never leak). Called once at start-up; names must be unique."""
+
+
+@hookspec
+def graphexec_partition_done(symbol: Any, plan: Any) -> None:
+    """Observe a partitioning: ``symbol`` is the partitioned symbol, ``plan`` the
+    :class:`graphexec.core.subgraph.PartitionPlan` (regions, per-node decisions). Called after
+    every bind / optimize_for / partition that applied at least one backend."""

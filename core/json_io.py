@@ -93,8 +93,13 @@ def _load_node(i: int, jn: Any, nodes: list[Node], source: str, version: int) ->
         op = get_op(op_name)
     except GraphexecError as exc:
         raise JSONFormatError(f"{where}: {exc}") from None
+    subgraphs = [graph_from_doc(sg, f"{where} subgraph") for sg in jn.get("subgraphs", [])]
     try:
         params = op.parse(attrs, name)
+        if op.subgraph_params is not None:
+            if not subgraphs:
+                raise JSONFormatError(f"{op.name} needs its inner symbol in 'subgraphs'")
+            params = op.subgraph_params(attrs, subgraphs)
     except GraphexecError as exc:
         raise JSONFormatError(f"{where}: {exc}") from None
     expected = len(op.input_names(params))
@@ -102,7 +107,6 @@ def _load_node(i: int, jn: Any, nodes: list[Node], source: str, version: int) ->
         raise JSONFormatError(f"{where}: {op.name} takes {expected} inputs "
                               f"({', '.join(op.input_names(params))}), the file gives {len(inputs)}")
     deps = [_node_ref(d, nodes, where) for d in jn.get("control_deps", [])]
-    subgraphs = [graph_from_doc(sg, f"{where} subgraph") for sg in jn.get("subgraphs", [])]
     node = Node(op, name, attrs, params, inputs, deps, subgraphs)
     for k in op.aux_indices(params):
         if k < len(inputs) and inputs[k].node.op is None:

@@ -98,4 +98,6 @@ def plugin_manager() -> Plugins:
         _PLUGINS.load()
         _PLUGINS.call_each("graphexec_register_ops", register=register_op)
         _PLUGINS.call_each("graphexec_register_passes", register=register_pass)
+        from .subgraph.api import register_backend
+        _PLUGINS.call_each("graphexec_register_subgraph_backends", register=register_backend)
     return _PLUGINS

@@ -208,20 +208,29 @@ class Symbol:
         return graph_debug_str(self._outputs)
 
     def bind(self, ctx, args, args_grad=None, grad_req="write", aux_states=None,
-             group2ctx=None, shared_exec=None, **kwargs: Any):
-        """Bind arrays to the arguments and return an :class:`Executor`."""
+             group2ctx=None, shared_exec=None, backend=None, backend_options=None):
+        """Bind arrays to the arguments and return an :class:`Executor` (``backend``
+        overrides MXNET_SUBGRAPH_BACKEND)."""
         from .executor import bind
         return bind(self, ctx, args, args_grad, grad_req, aux_states, group2ctx, shared_exec,
-                    **kwargs)
+                    backend, backend_options)
 
     def simple_bind(self, ctx, grad_req="write", type_dict=None, stype_dict=None,
                     group2ctx=None, shared_arg_names=None, shared_exec=None,
-                    shared_buffer=None, **kwargs: Any):
+                    shared_buffer=None, backend=None, backend_options=None, **kwargs: Any):
         """Allocate zero-initialised arrays from the given input shapes and bind them."""
         from .executor import simple_bind
         return simple_bind(self, ctx, grad_req=grad_req, type_dict=type_dict,
                            group2ctx=group2ctx, shared_arg_names=shared_arg_names,
-                           shared_exec=shared_exec, shared_buffer=shared_buffer, **kwargs)
+                           shared_exec=shared_exec, shared_buffer=shared_buffer,
+                           backend=backend, backend_options=backend_options, **kwargs)
+
+    def optimize_for(self, backend: str, args: Any = None, aux: Any = None, ctx: Any = None,
+                     **options: Any) -> "Symbol":
+        """The symbol partitioned by ``backend`` ("name" or "a,b"), with backend options;
+        ``args`` / ``aux`` (arrays by name) give shapes to shape-aware selectors."""
+        from .subgraph.frontend import optimize_for
+        return optimize_for(self, backend, args, aux, ctx, options)
 
     # -- operators ----------------------------------------------------------------------
     def __add__(self, other): return _binary(self, other, "_Plus", "_PlusScalar")
@@ -266,6 +275,8 @@ def entry_name(e: Entry) -> str:
     node = e.node
     if node.op is None:
         return node.name
+    if "subgraph" in node.op.traits:  # a region keeps the names of the outputs it replaced
+        return node.params.output_names[e.index]
     return f"{node.name}_{node.op.output_names(node.params)[e.index]}"
 
 

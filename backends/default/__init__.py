@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from graphexec.core.hookspecs import hookimpl
 
-__all__ = ["graphexec_register_kernels"]
+__all__ = ["graphexec_register_kernels", "graphexec_register_subgraph_backends"]
 
 
 @hookimpl
@@ -14,3 +14,10 @@ def graphexec_register_kernels(registry) -> None:
     for op_name, factory in load_all().items():
         registry.register(op_name, factory, device="any", owner="default",
                           inplace=op_name in INPLACE)
+
+
+@hookimpl
+def graphexec_register_subgraph_backends(register) -> None:
+    """The ``default`` subgraph backend."""
+    from .subgraph import make_backend
+    register("default", make_backend)

@@ -51,7 +51,7 @@ class OpDef:
     """
 
     def __init__(self, name: str, *, aliases: Sequence[str] = (), params: dict | None = None,
-                 inputs: Names = ("data",), aux: Sequence[str] = (), outputs: Names = ("output",),
+                 inputs: Names = ("data",), aux: Names = (), outputs: Names = ("output",),
                  num_visible: Count | None = None, infer_shape: Callable | None = None,
                  infer_type: Callable | None = None, gradient: Callable | None = None,
                  traits: Sequence[str] = (), inplace: Sequence[tuple[int, int]] = (),
@@ -63,8 +63,10 @@ class OpDef:
         self.variadic = variadic
         self._inputs = inputs if callable(inputs) else _const(list(inputs))
         self._outputs = outputs if callable(outputs) else _const(list(outputs))
-        self._aux = tuple(aux)
-        self.has_aux = bool(aux)
+        self._aux = aux if callable(aux) else tuple(aux)
+        self.has_aux = callable(aux) or bool(aux)
+        #: for region operators: ``fn(attrs, subgraphs) -> Params`` (see core/subgraph)
+        self.subgraph_params: Callable | None = None
         if num_visible is None:
             self._num_visible = None
         else:
@@ -97,7 +99,8 @@ class OpDef:
 
     def aux_indices(self, p: Params) -> list[int]:
         names = self.input_names(p)
-        return [names.index(a) for a in self._aux if a in names]
+        aux = self._aux(p) if callable(self._aux) else self._aux
+        return [names.index(a) for a in aux if a in names]
 
     def parse(self, attrs: dict[str, Any], node_name: str | None = None) -> Params:
         return self.schema.parse(attrs, self.name, node_name)

@@ -1,0 +1,199 @@
+"""The subgraph API: selectors say which nodes a backend claims, properties turn a claimed
+region into a node and, at bind time, into something that runs; backends group properties.
+
+The core partitioner (``core/subgraph/partition.py``) asks a selector only *whether* it wants a
+node; it alone grows regions and guarantees that they are acyclic, convex and deterministic.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+from ..errors import GraphexecError, UnknownBackendError
+
+if TYPE_CHECKING:
+    from ..graph import Node
+    from ..symbol import Symbol
+
+__all__ = ["SubgraphSelector", "OpNameSelector", "SubgraphProperty", "SubgraphBackend",
+           "RegionCall", "register_backend", "get_backend", "list_backends", "set_op_names",
+           "get_op_names"]
+
+
+class SubgraphSelector:
+    """Decides, node by node, what one region grows into (MXNet's SubgraphSelector).
+
+    The partitioner calls ``select`` on a seed node, then ``select_input`` /
+    ``select_output`` for each neighbour of a region member, then ``filter`` on the grown
+    candidate list; ``reset`` comes before every new seed."""
+
+    def select(self, node: "Node") -> bool:
+        """Whether ``node`` may start a region."""
+        return False
+
+    def select_input(self, node: "Node", input_node: "Node") -> bool:
+        """Whether the producer ``input_node`` of a member ``node`` joins the region."""
+        return False
+
+    def select_output(self, node: "Node", output_node: "Node") -> bool:
+        """Whether the consumer ``output_node`` of a member ``node`` joins the region."""
+        return False
+
+    def filter(self, candidates: list["Node"]) -> list["Node"]:
+        """The candidates to keep (default: all)."""
+        return candidates
+
+    def reset(self) -> None:
+        """Forget the state of the previous region."""
+
+
+class OpNameSelector(SubgraphSelector):
+    """Claims every node whose operator is in ``op_names`` (MXNet's SubgraphPropertyOpNameSet
+    selector, used by its subgraph tests and by the ``default`` backend)."""
+
+    def __init__(self, op_names: set[str]):
+        self.op_names = set(op_names)
+
+    def _ok(self, node: "Node") -> bool:
+        return node.op is not None and node.op.name in self.op_names
+
+    def select(self, node):
+        return self._ok(node)
+
+    def select_input(self, node, input_node):
+        return self._ok(input_node)
+
+    def select_output(self, node, output_node):
+        return self._ok(output_node)
+
+
+class RegionCall:
+    """What a property's bind-time hook receives for one region: the region's symbol, its
+    input and output arrays (inputs in the region node's order, by name in ``input_names``),
+    shapes, dtypes, context, whether it runs for training, and the node name."""
+
+    __slots__ = ("symbol", "input_names", "inputs", "outputs", "ctx", "is_train", "node_name",
+                 "workspace", "state")
+
+    def __init__(self, symbol, input_names, inputs, outputs, ctx, is_train, node_name,
+                 workspace=None, state=None):
+        self.symbol = symbol
+        self.input_names = input_names
+        self.inputs = inputs
+        self.outputs = outputs
+        self.ctx = ctx
+        self.is_train = is_train
+        self.node_name = node_name
+        self.workspace = workspace
+        self.state = state if state is not None else {}
+
+    @property
+    def input_shapes(self) -> dict[str, tuple]:
+        return {n: tuple(a.shape) for n, a in zip(self.input_names, self.inputs)}
+
+    @property
+    def input_dtypes(self) -> dict[str, Any]:
+        return {n: a.dtype for n, a in zip(self.input_names, self.inputs)}
+
+
+class SubgraphProperty:
+    """A named partitioning strategy. ``attrs`` holds MXNet's property attributes
+    (``inference_only``, ``disable``, ``op_names``) and the backend's own options
+    (``min_size``, ``exclude_ops``...). Subclasses override :meth:`create_selector` and
+    :meth:`create_runner`; :meth:`create_subgraph_node` names the region node."""
+
+    name = "property"
+    #: operator name of the region nodes this property creates
+    node_op = "_subgraph_op"
+    default_attrs: dict[str, Any] = {}
+
+    def __init__(self, **options: Any):
+        self.attrs: dict[str, Any] = {"inference_only": False, "disable": False,
+                                      "op_names": set(), "min_size": 1, "exclude_ops": set()}
+        self.attrs.update(self.default_attrs)
+        self.set_options(**options)
+
+    def set_options(self, **options: Any) -> None:
+        unknown = [k for k in options if k not in self.attrs]
+        if unknown:
+            raise GraphexecError(f"subgraph property {self.name!r}: unknown option(s) {unknown}; "
+                                 f"options are {sorted(self.attrs)}")
+        self.attrs.update(options)
+
+    @property
+    def inference_only(self) -> bool:
+        return bool(self.attrs.get("inference_only"))
+
+    def create_selector(self) -> SubgraphSelector:
+        """The selector for one partitioning run."""
+        return OpNameSelector(set(self.attrs["op_names"]) - set(self.attrs["exclude_ops"]))
+
+    def create_subgraph_node(self, subgraph: "Symbol", subgraph_id: int, backend: str) -> dict:
+        """Name and attributes of the node that replaces region ``subgraph_id``: returns
+        ``{"name": ..., "attrs": {...}}`` (the core builds the node)."""
+        return {"name": f"{backend}_subgraph{subgraph_id}", "attrs": {}}
+
+    def create_runner(self, region: RegionCall) -> Callable[[], None]:
+        """At bind time: a zero-argument callable that computes ``region.outputs`` from
+        ``region.inputs`` (a nested native plan, an ONNX Runtime session, a fused kernel)."""
+        raise NotImplementedError(f"subgraph property {self.name!r} does not implement "
+                                  f"create_runner")
+
+
+class SubgraphBackend:
+    """A named, ordered list of properties, applied in order, with MXNet's backend attributes
+    ``enable`` (False: the backend is skipped) and ``context`` (only for that context)."""
+
+    def __init__(self, name: str, properties: Sequence[SubgraphProperty],
+                 attrs: dict[str, Any] | None = None, options: Sequence[str] = ()):
+        self.name = name
+        self.properties = list(properties)
+        self.attrs = dict(attrs or {})
+        self.options = tuple(options)
+
+    def __repr__(self) -> str:
+        return f"SubgraphBackend({self.name!r}, {[p.name for p in self.properties]})"
+
+
+_BACKENDS: dict[str, Callable[[], SubgraphBackend]] = {}
+_OP_NAMES: dict[str, set[str]] = {}
+
+
+def register_backend(name: str, factory: Callable[[], SubgraphBackend]) -> None:
+    """Register a backend factory (called anew for every partitioning, so options never leak
+    between binds)."""
+    _BACKENDS[name] = factory
+
+
+def _ensure_plugins() -> None:
+    from ..plugins import plugin_manager
+    plugin_manager()
+
+
+def get_backend(name: str) -> SubgraphBackend:
+    """A fresh instance of backend ``name``; unknown names list every registered backend."""
+    _ensure_plugins()
+    factory = _BACKENDS.get(name)
+    if factory is None:
+        raise UnknownBackendError(f"subgraph backend {name!r} is not registered; registered "
+                                  f"backends: {', '.join(sorted(_BACKENDS)) or '(none)'} "
+                                  f"(and NONE to disable partitioning)")
+    return factory()
+
+
+def list_backends() -> list[str]:
+    """Names of every registered subgraph backend (plugins included)."""
+    _ensure_plugins()
+    return sorted(_BACKENDS)
+
+
+def set_op_names(backend: str, op_names: set[str] | None) -> None:
+    """MXNet's SubgraphPropertyOpNameSet: the op names ``backend``'s properties claim (testing
+    aid, as in MXNet); ``None`` clears it."""
+    if op_names is None:
+        _OP_NAMES.pop(backend, None)
+    else:
+        _OP_NAMES[backend] = set(op_names)
+
+
+def get_op_names(backend: str) -> set[str] | None:
+    return _OP_NAMES.get(backend)

@@ -1,0 +1,103 @@
+"""User-facing partitioning: ``Symbol.optimize_for``, ``gx.partition`` (the plan without
+binding) and ``gx.validate_partition``."""
+from __future__ import annotations
+
+from typing import Any
+
+from ..context import Context, cpu
+from ..errors import GraphexecError
+from ..graph import IndexedGraph
+from ..symbol import Symbol
+from .plan import PartitionPlan
+from .select import apply_backends, resolve_backends
+
+__all__ = ["optimize_for", "partition", "validate_partition", "PartitionError"]
+
+
+class PartitionError(GraphexecError, ValueError):
+    """A partitioned symbol is not a valid partition of the original."""
+
+
+def _split_options(names: list[str], options: dict) -> dict[str, dict]:
+    """Options apply to every named backend (each takes the ones it knows)."""
+    return {n: dict(options) for n in names}
+
+
+def optimize_for(sym: Symbol, backend: str, args: Any = None, aux: Any = None,
+                 ctx: Context | None = None, options: dict | None = None) -> Symbol:
+    """MXNet's ``sym.optimize_for(backend, args, aux, ctx, **options)``."""
+    return partition(sym, backend, ctx=ctx, **(options or {})).symbol
+
+
+def partition(sym: Symbol, backend: str, ctx: Context | None = None, need_grad: bool = False,
+              **options: Any) -> PartitionPlan:
+    """Partition ``sym`` without binding; the returned plan has the partitioned ``symbol``.
+
+    >>> plan = gx.partition(net, "default", op_names={"exp", "sin"})
+    >>> print(plan.table())
+    """
+    names = resolve_backends(backend)
+    opts = _split_options(names, options)
+    part, plan = apply_backends(sym, names, ctx or cpu(), need_grad, opts)
+    plan.symbol = part
+    from ..plugins import plugin_manager
+    plugin_manager().notify("graphexec_partition_done", symbol=part, plan=plan)
+    return plan
+
+
+def validate_partition(original: Symbol, partitioned: Symbol) -> None:
+    """Check that ``partitioned`` is a valid partition of ``original``: identical argument,
+    auxiliary-state and output lists (content and order), every operator node of the original
+    exactly once (outside or inside one region), every region convex (no original path
+    leaves it and re-enters). Raises :class:`PartitionError` listing every problem."""
+    problems = []
+    for what in ("list_arguments", "list_auxiliary_states", "list_outputs"):
+        a, b = getattr(original, what)(), getattr(partitioned, what)()
+        if a != b:
+            problems.append(f"{what}() differs: {a} vs {b}")
+    ig = IndexedGraph(original.outputs)
+    by_name = {n.name: i for i, n in enumerate(ig.nodes) if n.op is not None}
+    seen: dict[str, str] = {}
+    regions: list[set[int]] = []
+    for node in IndexedGraph(partitioned.outputs).nodes:
+        if node.op is None:
+            continue
+        if "subgraph" in node.op.traits:
+            inner = {n.name for n in IndexedGraph(node.subgraphs[0].outputs).nodes
+                     if n.op is not None}
+            for name in inner:
+                _count(seen, name, node.name, problems)
+            regions.append({by_name[n] for n in inner if n in by_name})
+        else:
+            _count(seen, node.name, "outside", problems)
+    missing = sorted(set(by_name) - set(seen))
+    if missing:
+        problems.append(f"operator nodes lost by the partition: {missing}")
+    consumers = ig.consumers()
+    for members in regions:
+        if _leaves_and_reenters(members, consumers):
+            names = sorted(ig.nodes[m].name for m in members)
+            problems.append(f"region {names} is not convex: a path leaves it and re-enters")
+    if problems:
+        raise PartitionError("invalid partition:\n  " + "\n  ".join(problems))
+
+
+def _count(seen: dict, name: str, where: str, problems: list) -> None:
+    if name in seen:
+        problems.append(f"node {name!r} appears twice ({seen[name]} and {where})")
+    seen[name] = where
+
+
+def _leaves_and_reenters(members: set[int], consumers) -> bool:
+    outside = [c for m in members for c in consumers[m] if c not in members]
+    seen = set()
+    while outside:
+        n = outside.pop()
+        if n in seen:
+            continue
+        seen.add(n)
+        for c in consumers[n]:
+            if c in members:
+                return True
+            outside.append(c)
+    return False

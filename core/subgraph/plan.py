@@ -1,0 +1,85 @@
+"""PartitionPlan: for every operator node, which region and backend claimed it, or why none
+did. Serialisable to JSON and printable as a table."""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+
+__all__ = ["PartitionPlan", "NodeDecision", "Region", "REASONS"]
+
+#: the reasons a node is left unclaimed
+REASONS = {
+    "unsupported": "no backend supports the op",
+    "cycle": "excluded to avoid a cycle",
+    "min_size": "region below the minimum size",
+    "filter": "rejected by the selector's filter",
+    "inference_only": "property skipped as inference_only (gradients requested)",
+    "order": "excluded to keep the argument order",
+    "disabled": "property disabled",
+}
+
+
+@dataclass
+class NodeDecision:
+    node: str
+    op: str
+    backend: str | None = None
+    region: int | None = None
+    reason: str | None = None
+
+
+@dataclass
+class Region:
+    id: int
+    backend: str
+    property: str
+    node: str
+    members: list[str]
+    inputs: list[str]
+    outputs: list[str]
+
+
+@dataclass
+class PartitionPlan:
+    """Decisions of one partitioning (one or several backends applied in order)."""
+
+    backends: list[str] = field(default_factory=list)
+    nodes: dict[str, NodeDecision] = field(default_factory=dict)
+    regions: list[Region] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)   # properties/backends not applied, why
+    fallbacks: int = 0
+
+    def decide(self, name: str, op: str, reason: str | None) -> None:
+        """Record why ``name`` was not claimed (the first reason given wins; None only
+        registers the node)."""
+        d = self.nodes.setdefault(name, NodeDecision(name, op))
+        if d.region is None and d.reason is None:
+            d.reason = reason
+
+    def claim(self, name: str, op: str, backend: str, region: int) -> None:
+        d = self.nodes.setdefault(name, NodeDecision(name, op))
+        d.backend, d.region, d.reason = backend, region, None
+
+    @property
+    def num_claimed(self) -> int:
+        return sum(1 for d in self.nodes.values() if d.region is not None)
+
+    def to_dict(self) -> dict:
+        return {"backends": self.backends, "skipped": self.skipped, "fallbacks": self.fallbacks,
+                "regions": [asdict(r) for r in self.regions],
+                "nodes": [asdict(d) for d in self.nodes.values()]}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=1)
+
+    def table(self) -> str:
+        """One line per operator node: node, op, region/backend or the reason."""
+        rows = [("node", "op", "claimed by", "reason")]
+        for d in self.nodes.values():
+            claimed = f"{d.backend} region {d.region}" if d.region is not None else "-"
+            rows.append((d.node, d.op, claimed, REASONS.get(d.reason, d.reason or "")))
+        widths = [max(len(r[i]) for r in rows) for i in range(4)]
+        return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
+
+    def __str__(self) -> str:
+        return self.table()

@@ -1,0 +1,160 @@
+"""Region nodes: the ``_subgraph_op`` operator that stands for a claimed region, carrying it as
+an inner symbol (serialised in the JSON ``subgraphs`` field).
+
+Its parameters come from the inner symbol: inputs are the inner variables (in the node's input
+order), auxiliary states the inner auxiliary states, outputs the region outputs (named as in
+the original graph, so ``list_outputs`` does not change). Shapes and dtypes are inferred by
+running inference on the inner graph; the gradient differentiates the inner graph into a
+backward region run by the same property.
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..attrs import Params
+from ..graph import Entry, Graph, IndexedGraph, Node
+from ..ops.registry import OpDef, ShapeConflict, register_op
+from ..symbol import Symbol, entry_name
+
+__all__ = ["REGION_OP", "make_region_node", "region_params", "region_kernel"]
+
+
+def region_params(subgraph: Symbol, input_names: list[str], output_names: list[str]) -> Params:
+    """Parameters of a region node (never cached: they hold the inner symbol)."""
+    inner = IndexedGraph(subgraph.outputs)
+    aux = [inner.nodes[i].name for i in inner.input_nodes if i in inner.mutable_input_nodes]
+    return Params(subgraph=subgraph, input_names=list(input_names), aux_names=aux,
+                  output_names=list(output_names), inner=inner)
+
+
+def _params_from_node(attrs: dict, subgraphs: list) -> Params:
+    """For the JSON loader: rebuild the parameters from the stored inner symbol."""
+    sym = subgraphs[0]
+    names = json.loads(attrs.get("__input_names__", "null")) or sym.list_inputs()
+    outs = json.loads(attrs.get("__output_names__", "null")) or sym.list_outputs()
+    return region_params(sym, names, outs)
+
+
+def _infer(kind: str):
+    """Shape (dtype) rule: seed the inner variables with the node's inputs, run the inner
+    inference pass, copy back inputs and outputs."""
+    key = "shape" if kind == "shape" else "dtype"
+
+    def rule(p, ins, outs):
+        from ..passes.manager import apply_passes
+        inner = p.inner
+        by_name = {inner.nodes[i].name: i for i in inner.input_nodes}
+        seeds = {by_name[n]: v for n, v in zip(p.input_names, ins) if v is not None}
+        g = Graph(p.subgraph.outputs, {f"{key}_inputs": seeds}, inner)
+        g = apply_passes(g, ["infer_shape" if kind == "shape" else "infer_type"])
+        values, rp = g.attrs[key], inner.row_ptr
+        for k, n in enumerate(p.input_names):
+            _merge(ins, k, values[rp[by_name[n]]], "in")
+        for k, eid in enumerate(inner.outputs):
+            _merge(outs, k, values[eid], "out")
+    return rule
+
+
+def _merge(lst: list, k: int, value: Any, side: str) -> None:
+    if value is None:
+        return
+    if lst[k] is None:
+        lst[k] = value
+    elif lst[k] != value:
+        raise ShapeConflict(side, k, lst[k], value)
+
+
+def _gradient(g, node: Node, ograds: list[Entry]) -> list:
+    """Differentiate the inner graph; the backward region reads the forward inputs and the
+    output gradients and yields one gradient per (non-auxiliary) input."""
+    from ..passes.gradient import gradient_pass
+    p = node.params
+    inner = p.inner
+    arg_ids = [i for i in inner.input_nodes if i not in inner.mutable_input_nodes]
+    gg = gradient_pass(Graph(p.subgraph.outputs, {"grad_args": arg_ids}, inner))
+    grads = gg.outputs[len(p.subgraph.outputs):]
+    bsym = Symbol(grads)
+    bnames = bsym.list_inputs()
+    by_name = dict(zip(p.input_names, node.inputs))
+    head = {v.name: ograds[i] for i, v in enumerate(gg.attrs["head_grad_nodes"]) if v is not None}
+    inputs = [by_name[n] if n in by_name else head[n] for n in bnames]
+    arg_names = [inner.nodes[i].name for i in arg_ids]
+    params = region_params(bsym, bnames, [f"{n}_grad" for n in arg_names])
+    attrs = dict(node.attrs)
+    attrs["__input_names__"] = json.dumps(bnames)
+    attrs["__output_names__"] = json.dumps(params.output_names)
+    bnode = Node(node.op, f"{node.name}_backward", attrs, params, inputs, [node], [bsym])
+    out = {n: Entry(bnode, k) for k, n in enumerate(arg_names)}
+    return [out.get(n) for n in p.input_names]
+
+
+REGION_OP = register_op(OpDef(
+    "_subgraph_op", params={}, inputs=lambda p: p.input_names, aux=lambda p: p.aux_names,
+    outputs=lambda p: p.output_names, infer_shape=_infer("shape"), infer_type=_infer("dtype"),
+    gradient=_gradient, traits=("subgraph",),
+    doc="A region claimed by a subgraph backend; runs through the backend's property."))
+REGION_OP.subgraph_params = _params_from_node
+
+
+def make_region_node(ig: IndexedGraph, members: list[int], ins: list[Entry],
+                     outs: list[tuple[int, int]], prop, backend: str, prop_index: int,
+                     region_id: int, options: dict | None, outer) -> tuple[Node, list[str]]:
+    """Copy the member nodes into an inner symbol whose variables stand for ``ins`` and whose
+    outputs are ``outs``; return the region node (inputs mapped through ``outer``)."""
+    member_set = set(members)
+    var_of: dict[tuple[int, int], Entry] = {}
+    names: list[str] = []
+    used: set[str] = set()
+    for e in ins:
+        name = e.node.name if e.node.op is None else entry_name(e)
+        while name in used:
+            name += "_"
+        used.add(name)
+        names.append(name)
+        attrs = dict(e.node.attrs) if e.node.op is None else {}
+        var_of[(ig.node_id[id(e.node)], e.index)] = Entry(Node(None, name, attrs))
+    copies: dict[int, Node] = {}
+    for nid in members:
+        node = ig.nodes[nid]
+        inputs = []
+        for e in node.inputs:
+            p = ig.node_id[id(e.node)]
+            if p in member_set:
+                inputs.append(Entry(copies[p], e.index, e.version))
+            else:
+                v = var_of[(p, e.index)]
+                inputs.append(Entry(v.node, 0, e.version))
+                v.node.version = max(v.node.version, e.version)
+        copies[nid] = Node(node.op, node.name, dict(node.attrs), node.params, inputs, [],
+                           node.subgraphs)
+    inner = Symbol([Entry(copies[n], i) for n, i in outs])
+    out_names = [entry_name(Entry(ig.nodes[n], i)) for n, i in outs]
+    spec = prop.create_subgraph_node(inner, region_id, backend)
+    attrs = dict(spec.get("attrs", {}))
+    attrs.update({"__backend__": backend, "__property__": str(prop_index),
+                  "__input_names__": json.dumps(names), "__output_names__": json.dumps(out_names),
+                  "__options__": json.dumps(_jsonable(options or {}), sort_keys=True)})
+    params = region_params(inner, names, out_names)
+    node = Node(REGION_OP, spec["name"], attrs, params, [outer(e) for e in ins], [], [inner])
+    return node, names
+
+
+def _jsonable(value: Any) -> Any:
+    """Options as JSON data (sets become sorted lists, other objects their str)."""
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (set, frozenset)):
+        return sorted(_jsonable(v) for v in value)
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return str(value)
+
+
+def region_kernel(call):
+    """Kernel of ``_subgraph_op``: the property's runner, or a native nested plan when the
+    property cannot build or run the region (counted, with a warning)."""
+    from .runtime import region_runner
+    return region_runner(call)

@@ -1,0 +1,88 @@
+"""Running regions: the region kernel asks the claiming property for a runner and falls back
+to a native nested plan (with a warning and a counter) when that fails."""
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any, Callable
+
+from ..graph import IndexedGraph
+from .api import RegionCall, get_backend
+
+__all__ = ["region_runner", "native_runner"]
+
+log = logging.getLogger("graphexec.subgraph")
+
+
+def native_runner(region: RegionCall) -> Callable[[], None]:
+    """Run the region's inner symbol with the native kernels, writing the region outputs in
+    place (a nested executor plan sharing the outer workspace)."""
+    from ..bind import build_graph
+    from ..plan import ExecPlan
+    sym = region.symbol
+    ig = IndexedGraph(sym.outputs)
+    by_name = dict(zip(region.input_names, region.inputs))
+    aux_ids = [i for i in ig.input_nodes if i in ig.mutable_input_nodes]
+    args = [by_name[ig.nodes[i].name] for i in ig.arg_nodes]
+    aux = [by_name[ig.nodes[i].name] for i in aux_ids]
+    reqs = {ig.nodes[i].name: "null" for i in ig.arg_nodes}
+    g = build_graph(sym, ig, args, aux, reqs, ctx=region.ctx, backend="NONE")
+    full = g.indexed
+    external = {full.row_ptr[full.node_id[id(ig.nodes[i])]]: by_name[ig.nodes[i].name]
+                for i in ig.input_nodes}
+    copies = []
+    for k, eid in enumerate(full.outputs):
+        if eid in external:
+            copies.append((eid, k))
+        else:
+            external[eid] = region.outputs[k]
+    workspaces = [(region.ctx, region.workspace)] if region.workspace is not None else None
+    plan = ExecPlan(g, region.ctx, external, workspaces=workspaces)
+    is_train = region.is_train
+    outputs = region.outputs
+
+    def run() -> None:
+        plan.run(is_train, "forward")
+        for eid, k in copies:
+            outputs[k][...] = plan.arrays[eid]
+    return run
+
+
+def region_runner(call: Any) -> Callable[[], None]:
+    """The kernel of ``_subgraph_op``."""
+    p, attrs = call.params, call.attrs
+    region = RegionCall(p.subgraph, p.input_names, call.inputs, call.outputs, call.ctx,
+                        call.is_train, call.node_name, call.workspace, call.state)
+    backend = attrs.get("__backend__", "default")
+    try:
+        prop = get_backend(backend).properties[int(attrs.get("__property__", "0"))]
+        options = json.loads(attrs.get("__options__", "{}"))
+        prop.set_options(**{k: v for k, v in options.items() if k in prop.attrs})
+        run = prop.create_runner(region)
+    except Exception as exc:  # noqa: BLE001 - any backend failure falls back, reported
+        return _fallback(region, backend, f"creating its runner failed: {type(exc).__name__}: "
+                                          f"{exc}")
+    state = call.state
+
+    def guarded() -> None:
+        fallback = state.get("fallback_runner")
+        if fallback is not None:
+            fallback()
+            return
+        try:
+            run()
+        except Exception as exc:  # noqa: BLE001
+            fallback = _fallback(region, backend, f"running it failed: {type(exc).__name__}: "
+                                                  f"{exc}")
+            fallback()
+    return guarded
+
+
+def _fallback(region: RegionCall, backend: str, cause: str) -> Callable[[], None]:
+    import warnings
+    region.state["fallbacks"] = region.state.get("fallbacks", 0) + 1
+    warnings.warn(f"subgraph region {region.node_name!r} of backend {backend!r} runs with the "
+                  f"native kernels instead: {cause}", RuntimeWarning, stacklevel=2)
+    run = native_runner(region)
+    region.state["fallback_runner"] = run
+    return run

@@ -1,0 +1,106 @@
+"""Backend selection and application: which backends partition a bind, and in what order.
+
+Precedence: an explicit ``backend=`` argument (bind, simple_bind, optimize_for) >
+MXNET_SUBGRAPH_BACKEND (read at every bind) > ``[subgraph] default_backend`` in plugins.toml.
+``NONE`` (or an empty value) disables partitioning; ``a,b`` applies ``a`` then ``b``.
+MXNET_SUBGRAPH_VERBOSE: 0 silent, 1 (default) backend activation, 2 every region and skip.
+"""
+from __future__ import annotations
+
+import logging
+import os
+from typing import Any, Sequence
+
+from ..symbol import Symbol
+from .api import SubgraphBackend, get_backend, get_op_names
+from .partition import _grow_regions, partition_symbol
+from .plan import PartitionPlan
+
+__all__ = ["resolve_backends", "apply_backends", "verbosity"]
+
+log = logging.getLogger("graphexec.subgraph")
+
+
+def verbosity() -> int:
+    try:
+        return int(os.environ.get("MXNET_SUBGRAPH_VERBOSE", "1"))
+    except ValueError:
+        return 1
+
+
+def resolve_backends(backend: str | Sequence[str] | None) -> list[str]:
+    """Backend names from the argument, else the environment, else plugins.toml."""
+    if backend is None:
+        backend = os.environ.get("MXNET_SUBGRAPH_BACKEND")
+    if backend is None:
+        from ..plugins import plugin_config
+        backend = plugin_config().get("subgraph", {}).get("default_backend", "NONE")
+    names = [b.strip() for b in backend.split(",")] if isinstance(backend, str) else list(backend)
+    names = [n for n in names if n and n.upper() != "NONE"]
+    for n in names:
+        get_backend(n)  # fails fast, listing the registered backends
+    return names
+
+
+def _backend_active(backend: SubgraphBackend, ctx: Any, verbose: int) -> bool:
+    if backend.attrs.get("enable", True) is not True:
+        if verbose > 1:
+            log.info("Subgraph backend %s isn't activated.", backend.name)
+        return False
+    want = backend.attrs.get("context")
+    if want is not None and want != ctx:
+        if verbose > 1:
+            log.info("Subgraph backend %s isn't activated as context mismatch.", backend.name)
+        return False
+    return True
+
+
+def apply_backends(sym: Symbol, names: list[str], ctx: Any, need_grad: bool,
+                   options: dict[str, dict] | None = None) -> tuple[Symbol, PartitionPlan]:
+    """Partition ``sym`` with each backend in turn; returns the symbol and the plan."""
+    plan = PartitionPlan(backends=list(names))
+    from ..graph import IndexedGraph
+    for node in IndexedGraph(sym.outputs).nodes:  # the table lists nodes in graph order
+        if node.op is not None:
+            plan.decide(node.name, node.op.name, None)
+    verbose = verbosity()
+    for name in names:
+        backend = get_backend(name)
+        if not _backend_active(backend, ctx, verbose):
+            plan.skipped.append(f"backend {name}: not active for {ctx}")
+            continue
+        if verbose:
+            log.info("Subgraph backend %s is activated.", name)
+        op_names = get_op_names(name)
+        opts = dict((options or {}).get(name, {}))
+        for index, prop in enumerate(backend.properties):
+            if op_names is not None:
+                prop.attrs["op_names"] = set(op_names)
+            prop.set_options(**{k: v for k, v in opts.items() if k in prop.attrs})
+            if prop.attrs.get("disable"):
+                log.info("subgraph property %s from backend %s is disabled.", prop.name, name)
+                plan.skipped.append(f"{name}/{prop.name}: disabled")
+                continue
+            if prop.inference_only and need_grad:
+                if verbose > 1:
+                    log.info("skip partitioning graph with subgraph property %s from backend %s "
+                             "as it requires `grad_req=null`.", prop.name, name)
+                plan.skipped.append(f"{name}/{prop.name}: inference_only, gradients requested")
+                _mark_inference_only(sym, prop, plan)
+                continue
+            sym = partition_symbol(sym, prop, name, index, plan, opts)
+            if verbose > 1:
+                for region in plan.regions:
+                    if region.backend == name and region.property == prop.name:
+                        log.info("%s region %d (%s): %d nodes %s", name, region.id, region.node,
+                                 len(region.members), region.members)
+    return sym, plan
+
+
+def _mark_inference_only(sym: Symbol, prop, plan: PartitionPlan) -> None:
+    from ..graph import IndexedGraph
+    ig = IndexedGraph(sym.outputs)
+    dry = PartitionPlan()
+    for members in _grow_regions(ig, prop, dry):
+        for nid in members:
+            plan.decide(ig.nodes[nid].name, ig.nodes[nid].op.name, "inference_only")
