@@ -179,7 +179,7 @@ def build_graph(sym: Symbol, ig: IndexedGraph, arg_arrays: list, aux_arrays: lis
         from .plugins import plugin_manager
         plugin_manager().notify("graphexec_partition_done", symbol=part, plan=plan)
         if part is not sym:
-            sym, ig, inferred = part, IndexedGraph(part.outputs), None
+            sym, ig, inferred = part, part._indexed(), None
     g = Graph(sym.outputs, {"partition_plan": plan}, ig)
     if cse_enabled():
         g = apply_passes(g, ["eliminate_common_expr"])

@@ -25,10 +25,11 @@ _FLAG_OF = {v: k for k, v in DTYPE_FLAGS.items()}
 class Symbol:
     """A list of graph entries (the symbol's outputs). Immutable from the outside."""
 
-    __slots__ = ("_outputs", "__weakref__")
+    __slots__ = ("_outputs", "_ig", "__weakref__")
 
     def __init__(self, outputs: Sequence[Entry]):
         self._outputs = list(outputs)
+        self._ig: IndexedGraph | None = None
 
     # -- structure --------------------------------------------------------------------
     @property
@@ -43,7 +44,10 @@ class Symbol:
         return self._outputs[0].node.name if len(nodes) == 1 else None
 
     def _indexed(self) -> IndexedGraph:
-        return IndexedGraph(self._outputs)
+        # a symbol's structure never changes after creation, so its index can be kept
+        if self._ig is None:
+            self._ig = IndexedGraph(self._outputs)
+        return self._ig
 
     def list_arguments(self) -> list[str]:
         """Names of the non-auxiliary inputs, in DFS order."""

@@ -14,18 +14,42 @@ from typing import Any
 
 from ..attrs import Params
 from ..graph import Entry, Graph, IndexedGraph, Node
+from ..ops.common import known
 from ..ops.registry import OpDef, ShapeConflict, register_op
 from ..symbol import Symbol, entry_name
 
 __all__ = ["REGION_OP", "make_region_node", "region_params", "region_kernel"]
 
 
-def region_params(subgraph: Symbol, input_names: list[str], output_names: list[str]) -> Params:
-    """Parameters of a region node (never cached: they hold the inner symbol)."""
-    inner = IndexedGraph(subgraph.outputs)
-    aux = [inner.nodes[i].name for i in inner.input_nodes if i in inner.mutable_input_nodes]
-    return Params(subgraph=subgraph, input_names=list(input_names), aux_names=aux,
-                  output_names=list(output_names), inner=inner)
+class RegionParams(Params):
+    """Parameters of a region node (never shared between nodes: they hold the inner symbol).
+    ``inner`` (the indexed inner graph) and ``signature`` (its structure, for caching inference
+    across identical regions) are computed on first use."""
+
+    @property
+    def inner(self) -> IndexedGraph:
+        return self.subgraph._indexed()
+
+    @property
+    def signature(self) -> tuple:
+        sig = self.__dict__.get("_signature")
+        if sig is None:
+            ig = self.inner
+            sig = self.__dict__["_signature"] = (tuple(self.input_names), tuple(
+                (n.op.name if n.op else n.name, tuple(sorted(n.attrs.items())) if n.op else (),
+                 tuple((ig.node_id[id(e.node)], e.index) for e in n.inputs)) for n in ig.nodes),
+                tuple(ig.outputs))
+        return sig
+
+
+def region_params(subgraph: Symbol, input_names: list[str], output_names: list[str],
+                  aux_names: list[str] | None = None) -> Params:
+    """Parameters of a region node; ``aux_names`` are derived from the inner symbol when not
+    given."""
+    if aux_names is None:
+        aux_names = subgraph.list_auxiliary_states()
+    return RegionParams(subgraph=subgraph, input_names=list(input_names),
+                        aux_names=list(aux_names), output_names=list(output_names))
 
 
 def _params_from_node(attrs: dict, subgraphs: list) -> Params:
@@ -41,7 +65,27 @@ def _infer(kind: str):
     inference pass, copy back inputs and outputs."""
     key = "shape" if kind == "shape" else "dtype"
 
+    done = known if kind == "shape" else (lambda v: v is not None)
+
+    cache: dict[tuple, tuple] = {}
+
     def rule(p, ins, outs):
+        if all(map(done, ins)) and all(map(done, outs)):
+            return
+        key_ = (p.signature, tuple(ins), tuple(outs))
+        hit = cache.get(key_)
+        if hit is None:
+            new_ins, new_outs = list(ins), list(outs)
+            _infer_inner(p, new_ins, new_outs)
+            if len(cache) > 4096:
+                cache.clear()
+            hit = cache[key_] = (new_ins, new_outs)
+        for k, v in enumerate(hit[0]):
+            _merge(ins, k, v, "in")
+        for k, v in enumerate(hit[1]):
+            _merge(outs, k, v, "out")
+
+    def _infer_inner(p, ins, outs):
         from ..passes.manager import apply_passes
         inner = p.inner
         by_name = {inner.nodes[i].name: i for i in inner.input_nodes}
@@ -135,7 +179,11 @@ def make_region_node(ig: IndexedGraph, members: list[int], ins: list[Entry],
     attrs.update({"__backend__": backend, "__property__": str(prop_index),
                   "__input_names__": json.dumps(names), "__output_names__": json.dumps(out_names),
                   "__options__": json.dumps(_jsonable(options or {}), sort_keys=True)})
-    params = region_params(inner, names, out_names)
+    aux = [var_of[(ig.node_id[id(n.inputs[k].node)], n.inputs[k].index)].node.name
+           for n in (ig.nodes[m] for m in members) if n.op.has_aux
+           for k in n.op.aux_indices(n.params)
+           if (ig.node_id[id(n.inputs[k].node)], n.inputs[k].index) in var_of]
+    params = region_params(inner, names, out_names, aux)
     node = Node(REGION_OP, spec["name"], attrs, params, [outer(e) for e in ins], [], [inner])
     return node, names
 
