@@ -17,6 +17,7 @@ from .passes.cse import cse_enabled
 from .passes.manager import apply_passes
 from .passes.assign_context import check_group2ctx, variable_context
 from .sharing import shared_arrays
+from .subgraph.region import link_regions
 from .subgraph.select import apply_backends, resolve_backends
 from .symbol import Symbol, check_unique_names
 
@@ -180,6 +181,10 @@ def build_graph(sym: Symbol, ig: IndexedGraph, arg_arrays: list, aux_arrays: lis
         plugin_manager().notify("graphexec_partition_done", symbol=part, plan=plan)
         if part is not sym:
             sym, ig, inferred = part, part._indexed(), None
+    if grad_nodes:  # regions drawing random numbers share their state with their backward
+        linked = link_regions(sym)
+        if linked is not sym:
+            sym, ig, inferred = linked, linked._indexed(), None
     g = Graph(sym.outputs, {"partition_plan": plan}, ig)
     if cse_enabled():
         g = apply_passes(g, ["eliminate_common_expr"])

@@ -69,13 +69,15 @@ class OpNameSelector(SubgraphSelector):
 class RegionCall:
     """What a property's bind-time hook receives for one region: the region's symbol, its
     input and output arrays (inputs in the region node's order, by name in ``input_names``),
-    shapes, dtypes, context, whether it runs for training, and the node name."""
+    shapes, dtypes, context, whether it runs for training, the node name, and per input the
+    grad_req of the argument feeding it ('null' for other inputs; BatchNorm's fix_gamma
+    needs it)."""
 
     __slots__ = ("symbol", "input_names", "inputs", "outputs", "ctx", "is_train", "node_name",
-                 "workspace", "state")
+                 "workspace", "state", "input_grad_reqs")
 
     def __init__(self, symbol, input_names, inputs, outputs, ctx, is_train, node_name,
-                 workspace=None, state=None):
+                 workspace=None, state=None, input_grad_reqs=None):
         self.symbol = symbol
         self.input_names = input_names
         self.inputs = inputs
@@ -85,6 +87,7 @@ class RegionCall:
         self.node_name = node_name
         self.workspace = workspace
         self.state = state if state is not None else {}
+        self.input_grad_reqs = list(input_grad_reqs or ["null"] * len(inputs))
 
     @property
     def input_shapes(self) -> dict[str, tuple]:

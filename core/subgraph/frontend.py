@@ -49,7 +49,9 @@ def validate_partition(original: Symbol, partitioned: Symbol) -> None:
     """Check that ``partitioned`` is a valid partition of ``original``: identical argument,
     auxiliary-state and output lists (content and order), every operator node of the original
     exactly once (outside or inside one region), every region convex (no original path
-    leaves it and re-enters). Raises :class:`PartitionError` listing every problem."""
+    leaves it and re-enters), and every node (and head) reading, through the region nodes,
+    the very entries it reads in the original. Raises :class:`PartitionError` listing every
+    problem."""
     problems = []
     for what in ("list_arguments", "list_auxiliary_states", "list_outputs"):
         a, b = getattr(original, what)(), getattr(partitioned, what)()
@@ -73,13 +75,59 @@ def validate_partition(original: Symbol, partitioned: Symbol) -> None:
     missing = sorted(set(by_name) - set(seen))
     if missing:
         problems.append(f"operator nodes lost by the partition: {missing}")
+    extra = sorted(set(seen) - set(by_name))
+    if extra:
+        problems.append(f"operator nodes not in the original: {extra}")
     consumers = ig.consumers()
     for members in regions:
         if _leaves_and_reenters(members, consumers):
             names = sorted(ig.nodes[m].name for m in members)
             problems.append(f"region {names} is not convex: a path leaves it and re-enters")
+    if not problems:
+        problems += _wiring_problems(original, partitioned)
     if problems:
         raise PartitionError("invalid partition:\n  " + "\n  ".join(problems))
+
+
+def _origin(e, scope: dict | None) -> tuple[str, int]:
+    """The original (producer name, output index) that entry ``e`` of a partitioned graph
+    stands for; ``scope`` maps the inner variables of the region being read to the region
+    node's input entries, each with its own scope."""
+    while True:
+        node = e.node
+        if node.op is None:
+            if scope is not None and node.name in scope:
+                e, scope = scope[node.name]
+                continue
+            return node.name, 0
+        if "subgraph" not in node.op.traits:
+            return node.name, e.index
+        scope = {n: (x, scope) for n, x in zip(node.params.input_names, node.inputs)}
+        e = node.subgraphs[0].outputs[e.index]
+
+
+def _wiring_problems(original: Symbol, partitioned: Symbol) -> list[str]:
+    want = {n.name: [(e.node.name, e.index) for e in n.inputs]
+            for n in IndexedGraph(original.outputs).nodes if n.op is not None}
+    problems = []
+    heads = [(e.node.name, e.index) for e in original.outputs]
+    if [_origin(e, None) for e in partitioned.outputs] != heads:
+        problems.append("the outputs are not the original outputs")
+    stack = [(partitioned.outputs, None)]
+    while stack:
+        outputs, scope = stack.pop()
+        for node in IndexedGraph(outputs).nodes:
+            if node.op is None:
+                continue
+            if "subgraph" in node.op.traits:
+                inner = {n: (x, scope) for n, x in zip(node.params.input_names, node.inputs)}
+                stack.append((node.subgraphs[0].outputs, inner))
+                continue
+            got = [_origin(e, scope) for e in node.inputs]
+            if got != want.get(node.name, got):
+                problems.append(f"node {node.name!r} reads {got}, in the original "
+                                f"{want[node.name]}")
+    return problems
 
 
 def _count(seen: dict, name: str, where: str, problems: list) -> None:

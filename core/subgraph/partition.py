@@ -9,6 +9,7 @@ dropped), and every decision is recorded in a :class:`PartitionPlan`.
 """
 from __future__ import annotations
 
+import heapq
 import json
 from typing import Any
 
@@ -25,14 +26,15 @@ def partition_symbol(sym: Symbol, prop: SubgraphProperty, backend: str, prop_ind
                      plan: PartitionPlan, options: dict | None = None) -> Symbol:
     """Partition ``sym`` with one property; returns ``sym`` itself when nothing is claimed."""
     ig = IndexedGraph(sym.outputs)
-    regions = _grow_regions(ig, prop, plan)
+    regions = _drop_cyclic_regions(ig, _grow_regions(ig, prop, plan), plan)
     if not regions:
         return sym
+    want = [ig.nodes[i].name for i in ig.input_nodes]
     while True:
         outputs, built = _build(ig, sym.outputs, regions, prop, backend, prop_index, options)
         new = Symbol(outputs)
         bad = _first_reordering_region(sym, ig, regions, prop, backend, prop_index, options) \
-            if new.list_inputs() != sym.list_inputs() else None
+            if new.list_inputs() != want else None
         if bad is None:
             break
         for nid in regions.pop(bad):
@@ -157,7 +159,6 @@ def _build(ig: IndexedGraph, heads: list[Entry], regions: list[list[int]],
     discovery = _discovery(ig, heads)
     head_keys = {(ig.node_id[id(e.node)], e.index) for e in heads}
     consumers = ig.consumers()
-    last = {max(members): k for k, members in enumerate(regions)}
     replaced: dict[int, Node] = {}          # id(original node) -> copy with new inputs
     region_out: dict[tuple[int, int], Entry] = {}
     info = [None] * len(regions)
@@ -168,17 +169,17 @@ def _build(ig: IndexedGraph, heads: list[Entry], regions: list[list[int]],
             return hit
         return Entry(replaced.get(id(e.node), e.node), e.index, e.version)
 
-    for nid, node in enumerate(ig.nodes):
-        k = region_of.get(nid)
-        if k is None:
+    order, _ = _contracted_order(ig, regions)
+    for unit in order:
+        if unit < len(ig.nodes):
+            node = ig.nodes[unit]
             if node.op is not None:
                 inputs = [outer(e) for e in node.inputs]
                 if any(a.node is not b.node for a, b in zip(inputs, node.inputs)):
                     replaced[id(node)] = Node(node.op, node.name, node.attrs, node.params,
                                               inputs, node.control_deps, node.subgraphs)
             continue
-        if nid not in last:
-            continue
+        k = unit - len(ig.nodes)
         members = regions[k]
         outs = _region_outputs(ig, members, region_of, k, consumers, head_keys)
         ins = _region_inputs(ig, members, region_of, k, discovery)
@@ -189,6 +190,101 @@ def _build(ig: IndexedGraph, heads: list[Entry], regions: list[list[int]],
         info[k] = {"node": rnode.name, "inputs": names,
                    "outputs": [entry_name(Entry(ig.nodes[n], i)) for n, i in outs]}
     return [outer(e) for e in heads], info
+
+
+def _contracted_order(ig: IndexedGraph, regions: list[list[int]]) -> tuple[list[int], dict]:
+    """A topological order of the graph with every region contracted to one unit (node id
+    for an outside node, ``len(ig.nodes) + k`` for region k), ties going to the smallest
+    original node id; and the successor sets of the units left over, which lie on or behind
+    a cycle through regions (empty when the contraction is acyclic)."""
+    n = len(ig.nodes)
+    unit = list(range(n))
+    for k, members in enumerate(regions):
+        for nid in members:
+            unit[nid] = n + k
+    first: dict[int, int] = {}
+    for nid in range(n):
+        first.setdefault(unit[nid], nid)
+    succ: dict[int, set[int]] = {u: set() for u in first}
+    indeg = dict.fromkeys(first, 0)
+    for nid, node in enumerate(ig.nodes):
+        u = unit[nid]
+        for e in node.inputs:
+            pu = unit[ig.node_id[id(e.node)]]
+            if pu != u and u not in succ[pu]:
+                succ[pu].add(u)
+                indeg[u] += 1
+    heap = [(first[u], u) for u, d in indeg.items() if d == 0]
+    heapq.heapify(heap)
+    order = []
+    while heap:
+        u = heapq.heappop(heap)[1]
+        order.append(u)
+        for v in succ[u]:
+            indeg[v] -= 1
+            if indeg[v] == 0:
+                heapq.heappush(heap, (first[v], v))
+    left = {u: succ[u] for u, d in indeg.items() if d > 0}
+    return order, left
+
+
+def _drop_cyclic_regions(ig: IndexedGraph, regions: list[list[int]],
+                         plan: PartitionPlan) -> list[list[int]]:
+    """Convex regions can still close a cycle between them (A feeds B through outside nodes
+    and B feeds A elsewhere); drop the latest-grown region of every such cycle until none is
+    left."""
+    n = len(ig.nodes)
+    while True:
+        _, left = _contracted_order(ig, regions)
+        drop = sorted({max(u - n for u in comp if u >= n) for comp in _cycles(left)},
+                      reverse=True)
+        if not drop:
+            return regions
+        for k in drop:
+            for nid in regions.pop(k):
+                plan.decide(ig.nodes[nid].name, ig.nodes[nid].op.name, "cycle")
+
+
+def _cycles(succ: dict[int, set[int]]) -> list[set[int]]:
+    """The strongly connected components of more than one unit (iterative Tarjan)."""
+    index: dict[int, int] = {}
+    low: dict[int, int] = {}
+    stack: list[int] = []
+    on_stack: set[int] = set()
+    found = []
+    for root in succ:
+        if root in index:
+            continue
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        work = [(root, iter(succ[root]))]
+        while work:
+            v, it = work[-1]
+            w = next(it, None)
+            if w is not None:
+                if w not in index:
+                    index[w] = low[w] = len(index)
+                    stack.append(w)
+                    on_stack.add(w)
+                    work.append((w, iter(succ.get(w, ()))))
+                elif w in on_stack:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                comp = set()
+                while True:
+                    w = stack.pop()
+                    on_stack.discard(w)
+                    comp.add(w)
+                    if w == v:
+                        break
+                if len(comp) > 1:
+                    found.append(comp)
+    return found
 
 
 def _region_outputs(ig, members, region_of, k, consumers, head_keys) -> list[tuple[int, int]]:

@@ -18,7 +18,7 @@ from ..ops.common import known
 from ..ops.registry import OpDef, ShapeConflict, register_op
 from ..symbol import Symbol, entry_name
 
-__all__ = ["REGION_OP", "make_region_node", "region_params", "region_kernel"]
+__all__ = ["REGION_OP", "make_region_node", "region_params", "region_kernel", "link_regions"]
 
 
 class RegionParams(Params):
@@ -41,15 +41,54 @@ class RegionParams(Params):
                 tuple(ig.outputs))
         return sig
 
+    @property
+    def draws(self) -> bool:
+        """Whether the inner graph draws random numbers (Dropout)."""
+        draws = self.__dict__.get("_draws")
+        if draws is None:
+            draws = self.__dict__["_draws"] = any(
+                n.op is not None and ("random" in n.op.traits or getattr(n.params, "draws", False))
+                for n in self.inner.nodes)
+        return draws
+
 
 def region_params(subgraph: Symbol, input_names: list[str], output_names: list[str],
-                  aux_names: list[str] | None = None) -> Params:
+                  aux_names: list[str] | None = None, backward: bool = False) -> Params:
     """Parameters of a region node; ``aux_names`` are derived from the inner symbol when not
-    given."""
+    given. ``backward``: the node is a backward region; ``link``: see :func:`link_regions`."""
     if aux_names is None:
         aux_names = subgraph.list_auxiliary_states()
     return RegionParams(subgraph=subgraph, input_names=list(input_names),
-                        aux_names=list(aux_names), output_names=list(output_names))
+                        aux_names=list(aux_names), output_names=list(output_names),
+                        backward=backward, link=None)
+
+
+def link_regions(sym: Symbol) -> Symbol:
+    """``sym`` with a per-bind copy of every region node that draws random numbers, whose
+    parameters carry a fresh ``link`` dict shared with its backward region: the forward run
+    records the random state it started from there, and the backward region, which recomputes
+    the forward part of the inner graph, replays it (the same Dropout masks). Nodes downstream
+    are copied too; variables stay the same objects. ``sym`` itself when nothing draws."""
+    ig = sym._indexed()
+    if not any(n.op is REGION_OP and n.params.draws for n in ig.nodes):
+        return sym
+    new: dict[int, Node] = {}
+
+    def entry(e: Entry) -> Entry:
+        return Entry(new.get(id(e.node), e.node), e.index, e.version)
+
+    for node in ig.nodes:
+        if node.op is None:
+            continue
+        inputs = [entry(e) for e in node.inputs]
+        params = node.params
+        if node.op is REGION_OP and params.draws:
+            params = RegionParams(**{**vars(params), "link": {}})
+        elif all(a.node is b.node for a, b in zip(inputs, node.inputs)):
+            continue
+        new[id(node)] = Node(node.op, node.name, node.attrs, params, inputs,
+                             [new.get(id(c), c) for c in node.control_deps], node.subgraphs)
+    return Symbol([entry(e) for e in sym.outputs])
 
 
 def _params_from_node(attrs: dict, subgraphs: list) -> Params:
@@ -111,25 +150,29 @@ def _merge(lst: list, k: int, value: Any, side: str) -> None:
 
 def _gradient(g, node: Node, ograds: list[Entry]) -> list:
     """Differentiate the inner graph; the backward region reads the forward inputs and the
-    output gradients and yields one gradient per (non-auxiliary) input."""
+    output gradients and yields one gradient per (non-auxiliary) input. When the inner graph
+    draws random numbers, the backward region also recomputes the forward outputs first, so
+    that its forward part runs exactly as the forward region did (same order of draws)."""
     from ..passes.gradient import gradient_pass
     p = node.params
     inner = p.inner
     arg_ids = [i for i in inner.input_nodes if i not in inner.mutable_input_nodes]
     gg = gradient_pass(Graph(p.subgraph.outputs, {"grad_args": arg_ids}, inner))
-    grads = gg.outputs[len(p.subgraph.outputs):]
-    bsym = Symbol(grads)
+    nfwd = len(p.subgraph.outputs) if p.draws else 0
+    bsym = Symbol(gg.outputs[len(p.subgraph.outputs) - nfwd:])
     bnames = bsym.list_inputs()
     by_name = dict(zip(p.input_names, node.inputs))
     head = {v.name: ograds[i] for i, v in enumerate(gg.attrs["head_grad_nodes"]) if v is not None}
     inputs = [by_name[n] if n in by_name else head[n] for n in bnames]
     arg_names = [inner.nodes[i].name for i in arg_ids]
-    params = region_params(bsym, bnames, [f"{n}_grad" for n in arg_names])
+    params = region_params(bsym, bnames, p.output_names[:nfwd] +
+                           [f"{n}_grad" for n in arg_names], backward=True)
+    params.link = getattr(p, "link", None)
     attrs = dict(node.attrs)
     attrs["__input_names__"] = json.dumps(bnames)
     attrs["__output_names__"] = json.dumps(params.output_names)
     bnode = Node(node.op, f"{node.name}_backward", attrs, params, inputs, [node], [bsym])
-    out = {n: Entry(bnode, k) for k, n in enumerate(arg_names)}
+    out = {n: Entry(bnode, nfwd + k) for k, n in enumerate(arg_names)}
     return [out.get(n) for n in p.input_names]
 
 

@@ -7,6 +7,7 @@ import logging
 from typing import Any, Callable
 
 from ..graph import IndexedGraph
+from ..random import generator
 from .api import RegionCall, get_backend
 
 __all__ = ["region_runner", "native_runner"]
@@ -28,8 +29,10 @@ def native_runner(region: RegionCall) -> Callable[[], None]:
     reqs = {ig.nodes[i].name: "null" for i in ig.arg_nodes}
     g = build_graph(sym, ig, args, aux, reqs, ctx=region.ctx, backend="NONE")
     full = g.indexed
-    external = {full.row_ptr[full.node_id[id(ig.nodes[i])]]: by_name[ig.nodes[i].name]
-                for i in ig.input_nodes}
+    eid_of = {ig.nodes[i].name: full.row_ptr[full.node_id[id(ig.nodes[i])]]
+              for i in ig.input_nodes}
+    external = {eid_of[n]: by_name[n] for n in eid_of}
+    grad_reqs = {eid_of[n]: r for n, r in zip(region.input_names, region.input_grad_reqs)}
     copies = []
     for k, eid in enumerate(full.outputs):
         if eid in external:
@@ -37,7 +40,7 @@ def native_runner(region: RegionCall) -> Callable[[], None]:
         else:
             external[eid] = region.outputs[k]
     workspaces = [(region.ctx, region.workspace)] if region.workspace is not None else None
-    plan = ExecPlan(g, region.ctx, external, workspaces=workspaces)
+    plan = ExecPlan(g, region.ctx, external, arg_grad_reqs=grad_reqs, workspaces=workspaces)
     is_train = region.is_train
     outputs = region.outputs
 
@@ -52,7 +55,8 @@ def region_runner(call: Any) -> Callable[[], None]:
     """The kernel of ``_subgraph_op``."""
     p, attrs = call.params, call.attrs
     region = RegionCall(p.subgraph, p.input_names, call.inputs, call.outputs, call.ctx,
-                        call.is_train, call.node_name, call.workspace, call.state)
+                        call.is_train, call.node_name, call.workspace, call.state,
+                        call.input_grad_reqs)
     backend = attrs.get("__backend__", "default")
     try:
         prop = get_backend(backend).properties[int(attrs.get("__property__", "0"))]
@@ -64,6 +68,7 @@ def region_runner(call: Any) -> Callable[[], None]:
                                           f"{exc}")
     state = call.state
 
+    @_replaying_random(p, call.is_train)
     def guarded() -> None:
         fallback = state.get("fallback_runner")
         if fallback is not None:
@@ -76,6 +81,37 @@ def region_runner(call: Any) -> Callable[[], None]:
                                                   f"{exc}")
             fallback()
     return guarded
+
+
+def _replaying_random(p: Any, is_train: bool):
+    """Decorator for a region's run function: a linked forward region (see
+    :func:`~graphexec.core.subgraph.region.link_regions`) records the random state it starts
+    from; its backward region recomputes the forward part from that state (the same Dropout
+    masks), then puts the stream back where it was."""
+    def wrap(run: Callable[[], None]) -> Callable[[], None]:
+        link = getattr(p, "link", None)
+        if link is None or not is_train:
+            return run
+        gen = generator()
+        if not getattr(p, "backward", False):
+            def forward() -> None:
+                link["random_state"] = gen.bit_generator.state
+                run()
+            return forward
+
+        def backward() -> None:
+            saved = link.get("random_state")
+            if saved is None:
+                run()
+                return
+            current = gen.bit_generator.state
+            gen.bit_generator.state = saved
+            try:
+                run()
+            finally:
+                gen.bit_generator.state = current
+        return backward
+    return wrap
 
 
 def _fallback(region: RegionCall, backend: str, cause: str) -> Callable[[], None]:
