@@ -148,7 +148,7 @@ def _bind(sym: Symbol, ctx: Context, args: Any, args_grad: Any, grad_req: Any,
     graph = build_graph(sym, ig, arg_arrays, aux_arrays, reqs, ctx=ctx, group2ctx=group2ctx,
                         backend=backend, backend_options=backend_options)
     return Executor(sym, ctx, graph, arg_arrays, grad_arrays, aux_arrays, reqs, group2ctx,
-                    shared_exec)
+                    shared_exec, backend, backend_options)
 
 
 def _infer(sym: Symbol, ig: IndexedGraph, shapes: dict, dtypes: dict, exact: bool) -> Graph:
@@ -283,4 +283,4 @@ def _simple_bind(sym: Symbol, ctx: Context, grad_req: Any, type_dict: Mapping[st
     g = build_graph(sym, ig, arg_arrays, aux_arrays, reqs, inferred=g, ctx=ctx,
                     group2ctx=group2ctx, backend=backend, backend_options=backend_options)
     return Executor(sym, ctx, g, arg_arrays, grad_arrays, aux_arrays, reqs, group2ctx,
-                    shared_exec)
+                    shared_exec, backend, backend_options)

@@ -28,12 +28,14 @@ class BucketingExecutor:
 
     def __init__(self, sym_gen: Callable[[Hashable], Symbol], default_bucket_key: Hashable,
                  ctx: Context | None = None, grad_req: Any = "write",
-                 type_dict: dict | None = None):
+                 type_dict: dict | None = None, backend: Any = None,
+                 backend_options: dict | None = None):
         self.sym_gen = sym_gen
         self.default_bucket_key = default_bucket_key
         self.ctx = ctx or cpu()
         self.grad_req = grad_req
         self.type_dict = type_dict
+        self.backend, self.backend_options = backend, backend_options
         self.shared_buffer: dict = {}
         self.execs: dict[Hashable, Executor] = {}
         self.param_names: list[str] = []
@@ -99,4 +101,5 @@ class BucketingExecutor:
             reqs = {n: r for n, r in dict(self.grad_req).items() if n in names}
         return sym.simple_bind(self.ctx, grad_req=reqs, type_dict=self.type_dict,
                                shared_exec=shared, shared_arg_names=self.param_names,
-                               shared_buffer=self.shared_buffer, **shapes)
+                               shared_buffer=self.shared_buffer, backend=self.backend,
+                               backend_options=self.backend_options, **shapes)

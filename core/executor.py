@@ -25,9 +25,11 @@ class Executor:
 
     def __init__(self, symbol: Symbol, ctx: Context, graph: Graph, arg_arrays: list,
                  grad_arrays: list, aux_arrays: list, grad_req: dict[str, str],
-                 group2ctx: Any = None, shared_exec: "Executor | None" = None):
+                 group2ctx: Any = None, shared_exec: "Executor | None" = None,
+                 backend: Any = None, backend_options: dict | None = None):
         self._symbol = symbol
         self._ctx = ctx
+        self._backend = (backend, backend_options)  # reshape and bucketing bind alike
         self._grad_req = grad_req
         self._group2ctx = group2ctx
         self.arg_arrays = list(arg_arrays)

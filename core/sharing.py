@@ -58,9 +58,11 @@ def reshape(exe: Any, partial_shaping: bool, allow_up_sizing: bool, shapes: dict
         if not (partial_shaping or tuple(shape) == arr.shape):
             raise ReshapeError(_changed("aux", name, arr.shape, shape))
         new_aux[name] = _resized(exe, "aux", name, arr, shape, allow_up_sizing)
+    backend, backend_options = exe._backend
     return sym.bind(exe.ctx, args=new_args, args_grad=new_grads or None,
                     grad_req=dict(exe._grad_req), aux_states=new_aux,
-                    group2ctx=exe._group2ctx, shared_exec=exe)
+                    group2ctx=exe._group2ctx, shared_exec=exe, backend=backend,
+                    backend_options=backend_options)
 
 
 def _resized(exe: Any, kind: str, name: str, arr: Any, shape: tuple, allow_up_sizing: bool):

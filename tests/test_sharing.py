@@ -82,3 +82,11 @@ def test_simple_bind_shared_buffer_semantics(caplog):
     with pytest.raises(gx.BindError, match="shared argument 'fc_weight' is \\(5, 10\\)"):
         gx.sym.FullyConnected(gx.sym.Variable("data"), num_hidden=5, name="fc").simple_bind(
             gx.cpu(), data=(4, 12), shared_exec=base, shared_arg_names=params, shared_buffer={})
+
+
+def test_reshape_keeps_the_subgraph_backend():
+    exe = _fc().simple_bind(gx.cpu(), grad_req="null", data=(8, 10), backend="default",
+                            backend_options={"default": {"op_names": {"Activation"}}})
+    assert exe.partition_plan.num_claimed == 1
+    small = exe.reshape(data=(4, 10))
+    assert small.partition_plan is not None and small.partition_plan.num_claimed == 1
