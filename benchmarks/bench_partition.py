@@ -46,11 +46,15 @@ def random_dag(n: int, seed: int = 0) -> gx.sym.Symbol:
     return gx.sym.Group([pool[i] for i in sorted(unread) if i > 1])
 
 
-def time_bind(sym: gx.sym.Symbol, backend: str) -> float:
+def time_bind(sym: gx.sym.Symbol, backend: str, repeat: int) -> float:
+    """Median of ``repeat`` binds."""
     shapes = {n: (4,) for n in sym.list_arguments()}
-    t0 = time.perf_counter()
-    sym.simple_bind(gx.cpu(), grad_req="null", backend=backend, **shapes)
-    return time.perf_counter() - t0
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        sym.simple_bind(gx.cpu(), grad_req="null", backend=backend, **shapes)
+        times.append(time.perf_counter() - t0)
+    return sorted(times)[len(times) // 2]
 
 
 def main() -> None:
@@ -64,8 +68,9 @@ def main() -> None:
             if n > top:
                 break
             sym = make(n)
-            plain = time_bind(sym, "NONE")
-            part = time_bind(sym, "default")
+            repeat = 3 if n <= 20_000 else 1
+            plain = time_bind(sym, "NONE", repeat)
+            part = time_bind(sym, "default", repeat)
             plan = gx.partition(sym, "default")
             growth = f"  x{part / prev[1]:.1f} for x{n // prev[0]} nodes" if prev else ""
             extra = f"  (MXNet partitioned 20k chain: {MXNET_PARTITIONED_20K_S} s)" \

@@ -35,8 +35,10 @@ class RegionParams(Params):
         sig = self.__dict__.get("_signature")
         if sig is None:
             ig = self.inner
-            sig = self.__dict__["_signature"] = (tuple(self.input_names), tuple(
-                (n.op.name if n.op else n.name, tuple(sorted(n.attrs.items())) if n.op else (),
+            slot = {name: k for k, name in enumerate(self.input_names)}
+            sig = self.__dict__["_signature"] = ("indexed", len(slot), tuple(
+                (n.op.name if n.op else slot.get(n.name, n.name),
+                 tuple(sorted(n.attrs.items())) if n.op else (),
                  tuple((ig.node_id[id(e.node)], e.index) for e in n.inputs)) for n in ig.nodes),
                 tuple(ig.outputs))
         return sig
@@ -202,19 +204,25 @@ def make_region_node(ig: IndexedGraph, members: list[int], ins: list[Entry],
         attrs = dict(e.node.attrs) if e.node.op is None else {}
         var_of[(ig.node_id[id(e.node)], e.index)] = Entry(Node(None, name, attrs))
     copies: dict[int, Node] = {}
+    slot = {key: k for k, key in enumerate(var_of)}
+    position = {nid: k for k, nid in enumerate(members)}
+    structure = []  # the region's shape, without names: identical regions share inference
     for nid in members:
         node = ig.nodes[nid]
-        inputs = []
+        inputs, refs = [], []
         for e in node.inputs:
             p = ig.node_id[id(e.node)]
             if p in member_set:
                 inputs.append(Entry(copies[p], e.index, e.version))
+                refs.append((position[p], e.index))
             else:
                 v = var_of[(p, e.index)]
                 inputs.append(Entry(v.node, 0, e.version))
                 v.node.version = max(v.node.version, e.version)
+                refs.append((-1, slot[(p, e.index)]))
         copies[nid] = Node(node.op, node.name, dict(node.attrs), node.params, inputs, [],
                            node.subgraphs)
+        structure.append((node.op.name, tuple(sorted(node.attrs.items())), tuple(refs)))
     inner = Symbol([Entry(copies[n], i) for n, i in outs])
     out_names = [entry_name(Entry(ig.nodes[n], i)) for n, i in outs]
     spec = prop.create_subgraph_node(inner, region_id, backend)
@@ -227,6 +235,9 @@ def make_region_node(ig: IndexedGraph, members: list[int], ins: list[Entry],
            for k in n.op.aux_indices(n.params)
            if (ig.node_id[id(n.inputs[k].node)], n.inputs[k].index) in var_of]
     params = region_params(inner, names, out_names, aux)
+    params.__dict__["_signature"] = (
+        tuple(tuple(sorted(v.node.attrs.items())) for v in var_of.values()), tuple(structure),
+        tuple((position[n], i) for n, i in outs))
     node = Node(REGION_OP, spec["name"], attrs, params, [outer(e) for e in ins], [], [inner])
     return node, names
 
