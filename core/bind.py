@@ -128,7 +128,7 @@ def _bind(sym: Symbol, ctx: Context, args: Any, args_grad: Any, grad_req: Any,
           backend_options: dict | None):
     from .executor import Executor
     ctx = Context(ctx) if not isinstance(ctx, Context) else ctx
-    ig = IndexedGraph(sym.outputs)
+    ig = sym._indexed()
     arg_names = [ig.nodes[i].name for i in ig.arg_nodes]
     aux_ids = [i for i in ig.input_nodes if i in ig.mutable_input_nodes]
     check_unique_names("argument", arg_names)
@@ -249,7 +249,7 @@ def _simple_bind(sym: Symbol, ctx: Context, grad_req: Any, type_dict: Mapping[st
     from .executor import Executor
     ctx = Context(ctx) if not isinstance(ctx, Context) else ctx
     xp = ctx.xp
-    ig = IndexedGraph(sym.outputs)
+    ig = sym._indexed()
     arg_names = [ig.nodes[i].name for i in ig.arg_nodes]
     check_unique_names("argument", arg_names)
     by_name = {ig.nodes[i].name: i for i in ig.input_nodes}

@@ -259,9 +259,8 @@ class Executor:
 
     def _unmirrored_bytes(self) -> int:
         from .bind import build_graph
-        from .graph import IndexedGraph
         from .passes.manager import apply_passes
-        g = build_graph(self._symbol, IndexedGraph(self._symbol.outputs), self.arg_arrays,
+        g = build_graph(self._symbol, self._symbol._indexed(), self.arg_arrays,
                         self.aux_arrays, self._grad_req, mirror=False)
         external, _, _ = self._external_storage(g)
         g = apply_passes(g.with_attrs(external_entries=set(external)), ["plan_memory"])

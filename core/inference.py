@@ -86,7 +86,7 @@ def _undecided(ig: IndexedGraph, vals: list, is_known, show) -> list[str]:
 
 def infer_shape(sym: Symbol, args: tuple, kwargs: dict, partial: bool):
     from .ops.common import known
-    ig = IndexedGraph(sym.outputs)
+    ig = sym._indexed()
     given = _named(ig, args, kwargs, "infer_shape")
     g = Graph(sym.outputs, {"shape_inputs": shape_seeds(ig, given, unknown_zero=True)}, ig)
     try:
@@ -110,7 +110,7 @@ def infer_shape(sym: Symbol, args: tuple, kwargs: dict, partial: bool):
 
 
 def infer_type(sym: Symbol, args: tuple, kwargs: dict, partial: bool):
-    ig = IndexedGraph(sym.outputs)
+    ig = sym._indexed()
     given = _named(ig, args, kwargs, "infer_type")
     g = Graph(sym.outputs, {"dtype_inputs": dtype_seeds(ig, given)}, ig)
     try:

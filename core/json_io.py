@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from .errors import GraphexecError, JSONFormatError
-from .graph import Entry, IndexedGraph, Node
+from .graph import Entry, Node
 from .ops.registry import get_op
 from .symbol import Symbol
 
@@ -153,7 +153,7 @@ def to_json(sym: Symbol) -> str:
 
 def symbol_doc(sym: Symbol) -> dict:
     """The JSON document of ``sym`` as Python data (keys in MXNet's order)."""
-    ig = IndexedGraph(sym.outputs)
+    ig = sym._indexed()
     nid = ig.node_id
     nodes = []
     for n in ig.nodes:

@@ -3,7 +3,7 @@ logical ops, clip, Cast, where, add_n, zeros_like/ones_like, identity, BlockGrad
 from __future__ import annotations
 
 from .common import (Bool, DType, Float, InferError, Int, OpDef, ShapeConflict, assign,
-                     assign_dtype, first_input_type, merge, register_op, same_shape, same_type)
+                     assign_dtype, merge, register_op, same_shape, same_type)
 
 UNARY_MATH = (
     "abs", "sign", "negative", "reciprocal", "square", "sqrt", "rsqrt", "cbrt", "rcbrt", "exp",

@@ -25,7 +25,7 @@ __all__ = ["partition_symbol"]
 def partition_symbol(sym: Symbol, prop: SubgraphProperty, backend: str, prop_index: int,
                      plan: PartitionPlan, options: dict | None = None) -> Symbol:
     """Partition ``sym`` with one property; returns ``sym`` itself when nothing is claimed."""
-    ig = IndexedGraph(sym.outputs)
+    ig = sym._indexed()
     regions = _drop_cyclic_regions(ig, _grow_regions(ig, prop, plan), plan)
     if not regions:
         return sym

@@ -6,7 +6,6 @@ import json
 import logging
 from typing import Any, Callable
 
-from ..graph import IndexedGraph
 from ..random import generator
 from .api import RegionCall, get_backend
 
@@ -21,7 +20,7 @@ def native_runner(region: RegionCall) -> Callable[[], None]:
     from ..bind import build_graph
     from ..plan import ExecPlan
     sym = region.symbol
-    ig = IndexedGraph(sym.outputs)
+    ig = sym._indexed()
     by_name = dict(zip(region.input_names, region.inputs))
     aux_ids = [i for i in ig.input_nodes if i in ig.mutable_input_nodes]
     args = [by_name[ig.nodes[i].name] for i in ig.arg_nodes]

@@ -59,8 +59,7 @@ def apply_backends(sym: Symbol, names: list[str], ctx: Any, need_grad: bool,
                    options: dict[str, dict] | None = None) -> tuple[Symbol, PartitionPlan]:
     """Partition ``sym`` with each backend in turn; returns the symbol and the plan."""
     plan = PartitionPlan(backends=list(names))
-    from ..graph import IndexedGraph
-    for node in IndexedGraph(sym.outputs).nodes:  # the table lists nodes in graph order
+    for node in sym._indexed().nodes:  # the table lists nodes in graph order
         if node.op is not None:
             plan.decide(node.name, node.op.name, None)
     verbose = verbosity()
@@ -98,8 +97,7 @@ def apply_backends(sym: Symbol, names: list[str], ctx: Any, need_grad: bool,
 
 
 def _mark_inference_only(sym: Symbol, prop, plan: PartitionPlan) -> None:
-    from ..graph import IndexedGraph
-    ig = IndexedGraph(sym.outputs)
+    ig = sym._indexed()
     dry = PartitionPlan()
     for members in _grow_regions(ig, prop, dry):
         for nid in members:

@@ -155,7 +155,7 @@ def make_loss_backward(call):
     """grad_scale everywhere, divided by 'batch': the elements per last-axis entry (the
     product of every dimension but the last), 'valid': the data elements > valid_thresh (at
     least 1)."""
-    xp, p, dx = call.xp, call.params, call.outputs[0]
+    p, dx = call.params, call.outputs[0]
     if p.normalization == "valid":
         data = call.inputs[0]
         return lambda: dx.fill(p.grad_scale / max(int((data > p.valid_thresh).sum()), 1))
