@@ -71,6 +71,16 @@ def fmt(s: Shape_) -> str:
     return "[" + ",".join("?" if d < 0 else str(d) for d in s) + "]"
 
 
+def prod(dims) -> int:
+    """Product of ``dims``, or -1 when one of them is unknown."""
+    n = 1
+    for d in dims:
+        if d < 0:
+            return -1
+        n *= d
+    return n
+
+
 def size(s: tuple) -> int:
     n = 1
     for d in s:

@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from .common import (Bool, Enum, Float, InferError, Int, OpDef, OptFloat, Shape, ShapeConflict,
-                     assign, assign_dtype, fmt, merge, normalize_axis, register_op, same_type)
+                     assign, assign_dtype, fmt, merge, normalize_axis, prod, register_op,
+                     same_type)
 
 __all__ = ["OptEnum", "OptBool", "PositiveInt", "tie", "prod", "bn_param_dtype"]
 
@@ -50,15 +51,6 @@ class PositiveInt(Int):
 
 
 # -- shape helpers ----------------------------------------------------------------------------
-def prod(dims) -> int:
-    """Product of dims, -1 when any is unknown."""
-    n = 1
-    for d in dims:
-        if d < 0:
-            return -1
-        n *= d
-    return n
-
 
 def tie(ins: list, outs: list, n_out: int = 1) -> tuple | None:
     """Give input 0 and the first ``n_out`` outputs one shape (merged); return it."""

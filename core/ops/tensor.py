@@ -9,17 +9,8 @@ partially known inputs and leaves what it cannot decide unknown.
 from __future__ import annotations
 
 from .common import (Bool, InferError, Int, OpDef, OptInt, OptShape, Shape, assign,
-                     first_input_type, fmt, normalize_axis, register_op, same_type)
+                     first_input_type, fmt, normalize_axis, prod, register_op, same_type)
 
-
-def prod(dims) -> int:
-    """Product of ``dims``, or -1 when one of them is unknown."""
-    n = 1
-    for d in dims:
-        if d < 0:
-            return -1
-        n *= d
-    return n
 
 
 def axes_of(axes, ndim: int, what: str = "axis") -> tuple[int, ...]:

@@ -7,7 +7,7 @@ from typing import Callable
 from graphexec.core.kernels import KernelCall, KernelFactory, KernelFn
 
 __all__ = ["KERNELS", "INPLACE", "kernel", "special", "KernelCall", "KernelFn", "is_float",
-           "cast_scalar"]
+           "cast_scalar", "sequence", "nothing"]
 
 #: op name -> factory, filled by the kernel modules at import.
 KERNELS: dict[str, KernelFactory] = {}
@@ -46,3 +46,20 @@ def is_float(arr) -> bool:
 def cast_scalar(value: float, arr):
     """A Python scalar as ``arr``'s dtype (MXNet casts scalar operands to the data type)."""
     return arr.dtype.type(value)
+
+
+def nothing() -> None:
+    """The kernel of a node none of whose outputs is requested."""
+
+
+def sequence(steps: list) -> Callable[[], None]:
+    """One callable running ``steps`` in order (``nothing`` for none)."""
+    if not steps:
+        return nothing
+    if len(steps) == 1:
+        return steps[0]
+
+    def run():
+        for step in steps:
+            step()
+    return run

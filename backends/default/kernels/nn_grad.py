@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from .base import cast_scalar, kernel, special
+from .base import cast_scalar, kernel, nothing, sequence, special
 from .nn import SELU_ALPHA, SELU_LAMBDA, matmul_into, reshaper, work_dtype
 
 __all__ = ["target", "sum_into", "nothing", "sequence"]
@@ -34,22 +34,6 @@ def sum_into(xp, a, axis, out) -> None:
     else:
         xp.copyto(out, xp.sum(a, axis=axis, dtype=wdt).reshape(out.shape), casting="unsafe")
 
-
-def nothing() -> None:
-    """The kernel of a node none of whose outputs is requested."""
-
-
-def sequence(steps: list):
-    """One callable running ``steps`` in order (``nothing`` for none)."""
-    if not steps:
-        return nothing
-    if len(steps) == 1:
-        return steps[0]
-
-    def run():
-        for step in steps:
-            step()
-    return run
 
 
 # -- FullyConnected -------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from functools import partial
 
 from graphexec.core.ops.slicing import slice_axis_bounds, slice_bounds, slice_like_axes
 
-from .base import kernel
+from .base import kernel, sequence
 from .tensor import copy_plan, out_view
 
 
@@ -239,15 +239,6 @@ def upsampling_backward(call):
         if req != "null":
             steps.append(partial(xp.sum, block, axis=(3, 5), out=dx))
         c0 = c1
-    return _in_turn(steps)
+    return sequence(steps)
 
 
-def _in_turn(steps: list):
-    """One callable running ``steps`` in order."""
-    if len(steps) == 1:
-        return steps[0]
-
-    def run():
-        for step in steps:
-            step()
-    return run
