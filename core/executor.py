@@ -1,6 +1,7 @@
 """The Executor: runs a bound graph with preallocated arrays, MXNet's Python API on top."""
 from __future__ import annotations
 
+import time
 from typing import Any, Callable
 
 from .context import Context
@@ -50,7 +51,9 @@ class Executor:
         self._last_forward_trained = self._backward_ran = False
         self._arg_dict = self._grad_dict = self._aux_dict = self._output_dict = None
         from .plugins import plugin_manager
-        plugin_manager().notify("graphexec_executor_bound", executor=self)
+        plugins = plugin_manager()
+        self._observed = plugins.has_observers("graphexec_executor_run")
+        plugins.notify("graphexec_executor_bound", executor=self)
 
     def _external_storage(self, graph: Graph) -> tuple[dict, dict, dict]:
         """Entry id -> user array (arguments, aux states, gradient buffers), entry id -> req of
@@ -83,7 +86,7 @@ class Executor:
             self._copy_inputs(kwargs)
         if is_train:
             self._forward_rng_state = generator().bit_generator.state
-        self._plan.run(bool(is_train), "forward")
+        self._run("forward", bool(is_train))
         self._last_forward_trained = bool(is_train)
         self._backward_ran = False
         return self.outputs
@@ -121,8 +124,18 @@ class Executor:
         for i, eid in enumerate(self._head_grad_eids):
             if eid is not None:
                 self._plan.arrays[eid][...] = grads[i]
-        self._plan.run(bool(is_train), "backward")
+        self._run("backward", bool(is_train))
         self._backward_ran = True
+
+    def _run(self, segment: str, is_train: bool) -> None:
+        if not self._observed:
+            self._plan.run(is_train, segment)
+            return
+        from .plugins import plugin_manager
+        start = time.perf_counter()
+        self._plan.run(is_train, segment)
+        plugin_manager().notify("graphexec_executor_run", executor=self, segment=segment,
+                                is_train=is_train, seconds=time.perf_counter() - start)
 
     def _replay_forward(self) -> None:
         """Recompute the forward values a previous backward overwrote (the memory plan lets

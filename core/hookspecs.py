@@ -61,3 +61,10 @@ def graphexec_partition_done(symbol: Any, plan: Any) -> None:
     """Observe a partitioning: ``symbol`` is the partitioned symbol, ``plan`` the
     :class:`graphexec.core.subgraph.PartitionPlan` (regions, per-node decisions). Called after
     every bind / optimize_for / partition that applied at least one backend."""
+
+
+@hookspec
+def graphexec_executor_run(executor: Any, segment: str, is_train: bool, seconds: float) -> None:
+    """Observe execution (profilers, A/B reports): called after every ``forward`` (segment
+    "forward") and ``backward`` (segment "backward") with the wall time it took. Only executors
+    bound while an implementation is registered call it, so it costs nothing otherwise."""

@@ -79,6 +79,9 @@ class Plugins:
     def register_kernels(self, registry: Any) -> None:
         self.call_each("graphexec_register_kernels", registry=registry)
 
+    def has_observers(self, hook_name: str) -> bool:
+        return bool(getattr(self.pm.hook, hook_name).get_hookimpls())
+
     def notify(self, hook_name: str, **kwargs: Any) -> None:
         """Call an observer hook; observers never break execution."""
         if getattr(self.pm.hook, hook_name).get_hookimpls():

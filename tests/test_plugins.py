@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 import types
 
+import numpy as np
 import pytest
 
 import graphexec as gx
@@ -95,3 +96,25 @@ def test_executor_bound_hook_observes_binds():
     finally:
         pm.pm.unregister(obs)
     assert seen == [exe]
+
+
+def test_executor_run_hook_observes_forward_and_backward():
+    seen = []
+
+    class Profiler:
+        @hookimpl
+        def graphexec_executor_run(self, executor, segment, is_train, seconds):
+            seen.append((segment, is_train, seconds >= 0))
+    pm = plugins.plugin_manager()
+    prof = Profiler()
+    pm.pm.register(prof, name="profiler")
+    try:
+        x = gx.sym.Variable("x")
+        exe = gx.sym.exp(x).simple_bind(gx.cpu(), x=(2,))
+        exe.forward(is_train=True)
+        exe.backward(np.ones(2, "f4"))
+    finally:
+        pm.pm.unregister(prof)
+    assert seen == [("forward", True, True), ("backward", True, True)]
+    exe.forward()  # the profiler is gone: nothing more is recorded
+    assert len(seen) == 2
