@@ -105,8 +105,6 @@ class SubgraphProperty:
     :meth:`create_runner`; :meth:`create_subgraph_node` names the region node."""
 
     name = "property"
-    #: operator name of the region nodes this property creates
-    node_op = "_subgraph_op"
     default_attrs: dict[str, Any] = {}
 
     def __init__(self, **options: Any):
