@@ -7,6 +7,7 @@ backends.
 >>> exe.forward()[0]
 array([4., 7.], dtype=float32)
 """
+from .backends.onnxrt import api as onnx
 from .core import model, name, random, subgraph, sym
 from .core.bucketing import BucketingExecutor
 from .core.context import Context, cpu, current_context, gpu
@@ -26,4 +27,4 @@ __version__ = "0.1.0"
 __all__ = ["sym", "symbol", "model", "name", "random", "Context", "cpu", "gpu",
            "current_context", "Executor", "BucketingExecutor", "GraphexecError", "MXNetError", "AttrScope",
            "hookimpl", "attribute", "subgraph", "list_backends", "partition",
-           "validate_partition"]
+           "validate_partition", "onnx"]

@@ -1,0 +1,10 @@
+"""Errors of the onnxrt backend."""
+from __future__ import annotations
+
+from ...core.errors import GraphexecError
+
+__all__ = ["OnnxExportError"]
+
+
+class OnnxExportError(GraphexecError, ValueError):
+    """A symbol (or one of its nodes) cannot be written as an ONNX graph."""

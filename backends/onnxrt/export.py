@@ -1,0 +1,131 @@
+"""Whole-graph export of a graphexec symbol to an ONNX model (opset 17).
+
+Shapes and dtypes come from graphexec's own inference; parameters (``arg_params`` /
+``aux_params``) become initializers, the data inputs (``input_shapes``) the graph inputs.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import helper
+
+from ...core.graph import Entry
+from ...core.inference import dtype_seeds, run_inference, shape_seeds
+from ...core.ops.common import known
+from ...core.symbol import entry_name
+from .converters import CONVERTERS, Builder, ConvertCall, onnx_dtype, supported_dtype
+from .errors import OnnxExportError
+
+__all__ = ["export_model", "unsupported_nodes"]
+
+
+def unsupported_nodes(sym, shapes_of=None) -> list[str]:
+    """``"<node> (<op>): <reason>"`` for every node no converter claims."""
+    ig = sym._indexed()
+    found = []
+    for nid, node in enumerate(ig.nodes):
+        if node.op is None:
+            continue
+        conv = CONVERTERS.get(node.op.name)
+        if conv is None:
+            found.append(f"{node.name} ({node.op.name}): no ONNX converter")
+            continue
+        ok = conv.supports(node, shapes_of(nid) if shapes_of else [None] * len(node.inputs))
+        if ok is not True:
+            found.append(f"{node.name} ({node.op.name}): {ok}")
+    return found
+
+
+def _infer(sym, params: dict, input_shapes: dict, input_dtypes: dict):
+    ig = sym._indexed()
+    by_name = {ig.nodes[i].name: i for i in ig.input_nodes}
+    missing = [k for k in list(input_shapes) + list(params) if k not in by_name]
+    if missing:
+        raise OnnxExportError(f"export_model: {missing} are not inputs of the symbol; inputs "
+                              f"are {sym.list_inputs()}")
+    shapes = {by_name[k]: tuple(v.shape) for k, v in params.items()}
+    shapes.update({by_name[k]: tuple(v) for k, v in input_shapes.items()})
+    dtypes = {by_name[k]: np.dtype(v.dtype) for k, v in params.items()}
+    dtypes.update({by_name[k]: np.dtype(input_dtypes.get(k, np.float32)) for k in input_shapes})
+    g = run_inference(sym, shape_seeds(ig, shapes, True), dtype_seeds(ig, dtypes))
+    shape, dtype = g.attrs["shape"], g.attrs["dtype"]
+    undecided = [_value_name(ig, e) for e in range(ig.num_entries)
+                 if not known(shape[e]) or dtype[e] is None]
+    if undecided:
+        raise OnnxExportError("export_model: cannot infer the shape or dtype of "
+                              f"{undecided}; give the shapes of the data inputs")
+    return ig, shape, dtype
+
+
+def _convert_nodes(ig, shapes, dtypes) -> Builder:
+    b = Builder()
+    for nid, node in enumerate(ig.nodes):
+        if node.op is None:
+            continue
+        ins = ig.node_inputs[nid]
+        outs = list(range(ig.row_ptr[nid], ig.row_ptr[nid + 1]))
+        call = ConvertCall(node, [_value_name(ig, e) for e in ins],
+                           [_value_name(ig, e) for e in outs],
+                           [shapes[e] for e in ins], [dtypes[e] for e in ins],
+                           [shapes[e] for e in outs], [dtypes[e] for e in outs], b)
+        CONVERTERS[node.op.name].convert(call)
+    return b
+
+
+def _value_name(ig, eid: int) -> str:
+    nid, k = ig.entry_node(eid)
+    return entry_name(Entry(ig.nodes[nid], k))
+
+
+def _value_info(name: str, shape, dtype) -> Any:
+    return helper.make_tensor_value_info(name, onnx_dtype(dtype), list(shape))
+
+
+def export_model(sym, arg_params: dict, aux_params: dict, input_shapes: dict, path=None,
+                 input_dtypes: dict | None = None, opset: int = 17) -> onnx.ModelProto:
+    """Export ``sym`` for inference (``is_train=False`` semantics) as an ONNX model.
+
+    ``input_shapes``: data input name -> shape (the graph inputs); ``arg_params`` /
+    ``aux_params``: name -> array (written as initializers); ``input_dtypes``: data input
+    name -> dtype (float32 by default). Saved to ``path`` when given. Raises
+    :class:`OnnxExportError` listing every node no converter supports."""
+    params = {k: np.asarray(v) for k, v in {**(arg_params or {}), **(aux_params or {})}.items()}
+    input_dtypes = dict(input_dtypes or {})
+    ig, shapes, dtypes = _infer(sym, params, dict(input_shapes), input_dtypes)
+
+    def shapes_of(nid):
+        return [shapes[e] for e in ig.node_inputs[nid]]
+    bad = unsupported_nodes(sym, shapes_of)
+    bad += [f"{_value_name(ig, e)}: dtype {dtypes[e]}" for e in range(ig.num_entries)
+            if not supported_dtype(dtypes[e])]
+    if bad:
+        raise OnnxExportError("export_model: these nodes cannot be converted to ONNX:\n  "
+                              + "\n  ".join(bad))
+    b = _convert_nodes(ig, shapes, dtypes)
+    graph = _assemble(sym, ig, b, params, input_shapes, shapes, dtypes)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
+                              producer_name="graphexec")
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    if path is not None:
+        onnx.save(model, str(path))
+    return model
+
+
+def _assemble(sym, ig, b: Builder, params, input_shapes, shapes, dtypes):
+    used = {name for n in b.nodes for name in n.input}
+    heads = [_value_name(ig, e) for e in ig.outputs]
+    used.update(heads)
+    inputs = []
+    for nid in ig.input_nodes:
+        name, eid = ig.nodes[nid].name, ig.row_ptr[nid]
+        if name in params:
+            if name in used:
+                b.initializer(name, params[name].astype(dtypes[eid], copy=False))
+        elif name in input_shapes or name in used:
+            inputs.append(_value_info(name, shapes[eid], dtypes[eid]))
+    outputs = [_value_info(name, shapes[eid], dtypes[eid]) for eid, name in zip(ig.outputs, heads)]
+    return helper.make_graph(b.nodes, sym.name or "graphexec", inputs, outputs,
+                             initializer=b.initializers)
