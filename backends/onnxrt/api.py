@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .errors import OnnxExportError
+from .errors import OnnxExportError, OnnxImportError
 
-__all__ = ["export_model", "OnnxExportError"]
+__all__ = ["export_model", "import_model", "OnnxExportError", "OnnxImportError"]
 
 
 def export_model(*args: Any, **kwargs: Any):
@@ -14,3 +14,10 @@ def export_model(*args: Any, **kwargs: Any):
     opset=17) -> onnx.ModelProto``: see :func:`graphexec.backends.onnxrt.export.export_model`."""
     from .export import export_model as export
     return export(*args, **kwargs)
+
+
+def import_model(*args: Any, **kwargs: Any):
+    """``import_model(path_or_model) -> (sym, arg_params, aux_params)``: see
+    :func:`graphexec.backends.onnxrt.importer.import_model`."""
+    from .importer import import_model as load
+    return load(*args, **kwargs)
