@@ -2,7 +2,6 @@
 Python values with MXNet's defaults, and format Python values back into those strings."""
 from __future__ import annotations
 
-import ast
 from types import SimpleNamespace
 from typing import Any, Callable
 
@@ -233,8 +232,3 @@ class Schema:
 
 def _where(op_name: str, node_name: str | None) -> str:
     return f"{op_name} {node_name!r}" if node_name else op_name
-
-
-def literal(text: str) -> Any:
-    """Evaluate a Python literal attribute value, for ops whose schema is free-form."""
-    return ast.literal_eval(text)

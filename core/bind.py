@@ -11,7 +11,7 @@ import numpy as np
 from .context import Context
 from .errors import BindError, ContextError, UndecidedShapeError
 from .graph import Graph, IndexedGraph
-from .inference import dtype_seeds, shape_seeds
+from .inference import dtype_seeds, run_inference, shape_seeds
 from .ops.common import known
 from .passes.cse import cse_enabled
 from .passes.manager import apply_passes
@@ -107,10 +107,6 @@ def normalize_grad_req(grad_req: Any, names: list[str]) -> dict[str, str]:
     return {n: ("write" if r == "inplace" else r) for n, r in reqs.items()}
 
 
-def _aux_names(ig: IndexedGraph) -> list[str]:
-    return [ig.nodes[i].name for i in ig.input_nodes if i in ig.mutable_input_nodes]
-
-
 def bind(sym: Symbol, ctx: Context, args: Any, args_grad: Any = None, grad_req: Any = "write",
          aux_states: Any = None, group2ctx: Any = None, shared_exec: Any = None,
          backend: Any = None, backend_options: dict | None = None):
@@ -152,9 +148,8 @@ def _bind(sym: Symbol, ctx: Context, args: Any, args_grad: Any, grad_req: Any,
 
 
 def _infer(sym: Symbol, ig: IndexedGraph, shapes: dict, dtypes: dict, exact: bool) -> Graph:
-    g = Graph(sym.outputs, {"shape_inputs": shape_seeds(ig, shapes, unknown_zero=not exact),
-                            "dtype_inputs": dtype_seeds(ig, dtypes)}, ig)
-    return apply_passes(g, ["infer_shape", "infer_type"])
+    return run_inference(sym, shape_seeds(ig, shapes, unknown_zero=not exact),
+                         dtype_seeds(ig, dtypes))
 
 
 def build_graph(sym: Symbol, ig: IndexedGraph, arg_arrays: list, aux_arrays: list,

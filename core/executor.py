@@ -84,8 +84,8 @@ class Executor:
         Returns ``self.outputs``: arrays the next forward overwrites (copy what you keep)."""
         if kwargs:
             self._copy_inputs(kwargs)
-        if is_train:
-            self._forward_rng_state = generator().bit_generator.state
+        if is_train and self._plan.graph.attrs.get("backward_clobbers_forward"):
+            self._forward_rng_state = generator().bit_generator.state  # for _replay_forward
         self._run("forward", bool(is_train))
         self._last_forward_trained = bool(is_train)
         self._backward_ran = False

@@ -65,7 +65,8 @@ def dtype_seeds(ig: IndexedGraph, given: dict[int, Any]) -> dict[int, np.dtype]:
 
 
 def run_inference(sym: Symbol, shapes: dict[int, tuple], dtypes: dict[int, Any]) -> Graph:
-    g = Graph(sym.outputs, {"shape_inputs": shapes, "dtype_inputs": dtypes})
+    """``sym``'s graph with shapes and dtypes inferred from seeds (node id -> value)."""
+    g = Graph(sym.outputs, {"shape_inputs": shapes, "dtype_inputs": dtypes}, sym._indexed())
     return apply_passes(g, ["infer_shape", "infer_type"])
 
 

@@ -102,18 +102,16 @@ class KernelRegistry:
 
     def __init__(self) -> None:
         self._table: dict[tuple[str, str], KernelFactory] = {}
-        self._owner: dict[tuple[str, str], str] = {}
         self._inplace: set[tuple[str, str]] = set()
 
     def register(self, op_name: str, factory: KernelFactory, device: str = "any",
-                 owner: str = "", inplace: bool = False) -> None:
+                 inplace: bool = False) -> None:
         """Register ``factory`` for ``op_name`` (canonical name or alias) on ``device``;
         ``inplace`` says the kernel stays correct when an output aliases an input."""
         from .ops.registry import get_op
         canonical = get_op(op_name).name
         key = (canonical, device)
         self._table[key] = factory
-        self._owner[key] = owner
         if inplace:
             self._inplace.add(key)
         else:

@@ -112,9 +112,6 @@ class ExecPlan:
         self._workspaces.append((ctx, ws))
         return ws
 
-    def entry_array(self, eid: int) -> Any:
-        return self.arrays[eid]
-
     # -- kernels -----------------------------------------------------------------------------
     def kernels(self, is_train: bool, segment: str = "forward") -> list[Callable[[], None]]:
         plan = self._kernels.get((is_train, segment))

@@ -34,7 +34,7 @@ def test_failing_plugins_are_reported_and_others_keep_working(monkeypatch):
         raise RuntimeError("no GPU driver")
 
     def good_kernels(registry):
-        registry.register("exp", lambda call: (lambda: None), device="tpu", owner="good")
+        registry.register("exp", lambda call: (lambda: None), device="tpu")
     monkeypatch.setitem(sys.modules, "gx_test_broken", _fake_module(
         "gx_test_broken", graphexec_register_kernels=broken_kernels))
     monkeypatch.setitem(sys.modules, "gx_test_good", _fake_module(

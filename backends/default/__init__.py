@@ -12,8 +12,7 @@ def graphexec_register_kernels(registry) -> None:
     """Register every native kernel for device ``any``."""
     from .kernels import INPLACE, load_all
     for op_name, factory in load_all().items():
-        registry.register(op_name, factory, device="any", owner="default",
-                          inplace=op_name in INPLACE)
+        registry.register(op_name, factory, device="any", inplace=op_name in INPLACE)
 
 
 @hookimpl

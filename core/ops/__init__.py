@@ -26,4 +26,4 @@ def graphexec_register_ops(register) -> None:
 def graphexec_register_kernels(registry) -> None:
     """The region operator's kernel: it dispatches to the claiming backend's runner."""
     from ..subgraph.region import region_kernel
-    registry.register("_subgraph_op", region_kernel, device="any", owner="core")
+    registry.register("_subgraph_op", region_kernel, device="any")

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 
 from ..attrs import (Bool, DType, Enum, Float, FloatTuple, Int, OptFloat, OptInt, OptShape,  # noqa: F401
                      Shape, Str)
@@ -149,20 +148,7 @@ def first_input_type(p, ins: list, outs: list) -> None:
                 ins[i] = ins[0]
 
 
-def fixed_type(dtype: str):
-    """Rule for ops whose outputs always have ``dtype`` (argmax -> float32 ...)."""
-    dt = np.dtype(dtype)
-
-    def rule(p, ins, outs):
-        for i in range(len(outs)):
-            assign_dtype(outs, i, dt, "out")
-    return rule
-
-
 def normalize_axis(axis: int, ndim: int, what: str = "axis") -> int:
     if not -ndim <= axis < max(ndim, 1):
         raise InferError(f"{what} {axis} is out of range for an input of {ndim} dimensions")
     return axis % ndim if ndim else 0
-
-
-FLOAT_DTYPES = (np.dtype("float16"), np.dtype("float32"), np.dtype("float64"))

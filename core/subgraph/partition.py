@@ -10,8 +10,6 @@ dropped), and every decision is recorded in a :class:`PartitionPlan`.
 from __future__ import annotations
 
 import heapq
-import json
-from typing import Any
 
 from ..graph import Entry, IndexedGraph, Node
 from ..symbol import Symbol, entry_name
@@ -314,13 +312,8 @@ def _region_inputs(ig, members, region_of, k, discovery) -> list[Entry]:
 def _first_reordering_region(sym, ig, regions, prop, backend, prop_index, options) -> int:
     """Index of the first region whose contraction alone changes the input order."""
     want = sym.list_inputs()
-    multi = [k for k in range(len(regions))]
-    for k in multi:
+    for k in range(len(regions)):
         outputs, _ = _build(ig, sym.outputs, [regions[k]], prop, backend, prop_index, options)
         if Symbol(outputs).list_inputs() != want:
             return k
-    return multi[-1]
-
-
-def options_json(options: dict[str, Any] | None) -> str:
-    return json.dumps(options or {}, sort_keys=True, default=str)
+    return len(regions) - 1
