@@ -170,8 +170,12 @@ def build_graph(sym: Symbol, ig: IndexedGraph, arg_arrays: list, aux_arrays: lis
     names = resolve_backends(backend)
     plan = None
     if names:
+        arrays = {node.name: a for node in ig.nodes if id(node) in given
+                  for a in (given[id(node)],)}
         part, plan = apply_backends(sym, names, ctx or Context("cpu"), bool(grad_nodes),
-                                    backend_options)
+                                    backend_options,
+                                    {k: tuple(a.shape) for k, a in arrays.items()},
+                                    {k: a.dtype for k, a in arrays.items()})
         from .plugins import plugin_manager
         plugin_manager().notify("graphexec_partition_done", symbol=part, plan=plan)
         if part is not sym:

@@ -7,7 +7,7 @@ __all__ = [
     "UndecidedShapeError", "AttributeParseError", "UnknownOpError", "JSONFormatError",
     "ParamsFormatError", "BindError", "UnknownArgumentError", "ArgumentShapeError",
     "DuplicateNameError", "PassError", "PluginError", "UnknownBackendError", "KernelNotFoundError",
-    "ContextError", "KernelError", "BackwardError", "HeadGradientError",
+    "ContextError", "KernelError", "BackwardError", "HeadGradientError", "PlacementError",
 ]
 
 
@@ -97,3 +97,8 @@ class BackwardError(GraphexecError, RuntimeError):
 
 class HeadGradientError(GraphexecError, RuntimeError):
     """A non-loss output got no head gradient in backward()."""
+
+
+class PlacementError(GraphexecError, RuntimeError):
+    """A subgraph backend cannot run a region where the executor runs and the user asked
+    for strict placement (never answered by a native fallback)."""

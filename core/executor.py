@@ -4,6 +4,7 @@ from __future__ import annotations
 import time
 from typing import Any, Callable
 
+from . import frozen
 from .context import Context
 from .errors import (ArgumentShapeError, BackwardError, HeadGradientError,
                      UnknownArgumentError)
@@ -186,7 +187,7 @@ class Executor:
                 raise ArgumentShapeError(f"Shape not match! Argument {name}, need: "
                                          f"{target.shape}, received: {tuple(array.shape)}")
         for name, array in kwargs.items():
-            arg_dict[name][...] = array
+            frozen.assign(arg_dict[name], array)
 
     def set_monitor_callback(self, callback: Callable[[str, Any], None],
                              monitor_all: bool = False) -> None:
@@ -239,7 +240,7 @@ class Executor:
                 if dst.shape != tuple(value.shape):
                     raise ArgumentShapeError(f"copy_params_from: {kind} {name!r} has shape "
                                              f"{dst.shape}, the value has {tuple(value.shape)}")
-                dst[...] = value
+                frozen.assign(dst, value)
 
     def reshape(self, partial_shaping: bool = False, allow_up_sizing: bool = False,
                 **kwargs: Any) -> "Executor":
@@ -252,10 +253,14 @@ class Executor:
     @property
     def partition_plan(self):
         """The :class:`PartitionPlan` of this bind (None when no backend was selected); its
-        ``fallbacks`` counts regions that run natively after their backend failed."""
+        ``fallbacks`` counts regions that run natively after their backend failed,
+        ``host_copies`` the arrays regions copied between devices because their backend could
+        not run where the executor does."""
         plan = self._plan.graph.attrs.get("partition_plan")
         if plan is not None:
-            plan.fallbacks = sum(s.get("fallbacks", 0) for s in self._plan._states.values())
+            states = self._plan._states.values()
+            plan.fallbacks = sum(s.get("fallbacks", 0) for s in states)
+            plan.host_copies = sum(s.get("host_copies", 0) for s in states)
         return plan
 
     @property

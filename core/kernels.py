@@ -30,15 +30,18 @@ class KernelCall:
     one executor (e.g. a dropout mask kept for backward); ``rng`` is a numpy Generator;
     ``input_grad_reqs`` gives, per input, the grad_req of the argument feeding it ('null' for
     inputs that are not arguments) — BatchNorm's fix_gamma needs it, as in MXNet;
+    ``input_is_var`` whether each input is a graph input (an argument or auxiliary state,
+    whose array the user owns) rather than a computed entry;
     ``workspace`` is the executor's shared scratch memory (:class:`Workspace`)."""
 
     __slots__ = ("node_name", "op_name", "params", "inputs", "outputs", "req", "xp", "ctx",
-                 "is_train", "state", "rng", "attrs", "input_grad_reqs", "workspace")
+                 "is_train", "state", "rng", "attrs", "input_grad_reqs", "workspace",
+                 "input_is_var")
 
     def __init__(self, node_name: str, op_name: str, params: Any, inputs: list, outputs: list,
                  req: list[str], xp: Any, ctx: Any, is_train: bool, state: dict, rng: Any,
                  attrs: dict | None = None, input_grad_reqs: list[str] | None = None,
-                 workspace: "Workspace | None" = None):
+                 workspace: "Workspace | None" = None, input_is_var: list[bool] | None = None):
         self.node_name = node_name
         self.op_name = op_name
         self.params = params
@@ -53,6 +56,7 @@ class KernelCall:
         self.attrs = attrs or {}
         self.input_grad_reqs = input_grad_reqs or ["null"] * len(inputs)
         self.workspace = workspace if workspace is not None else Workspace(ctx)
+        self.input_is_var = input_is_var or [False] * len(inputs)
 
 
 KernelFactory = Callable[[KernelCall], KernelFn]

@@ -137,7 +137,8 @@ class ExecPlan:
                           ["null" if r == "null" else "write" for r in reqs], ctx.xp, ctx,
                           is_train, self._states.setdefault(nid, {}), generator(), node.attrs,
                           [self.arg_grad_reqs.get(e, "null") for e in in_ids],
-                          self.workspace(ctx))
+                          self.workspace(ctx),
+                          [ig.nodes[ig.entry_node(e)[0]].op is None for e in in_ids])
         try:
             fn = kernel_registry().lookup(node.op.name, ctx.device_type)(call)
         except GraphexecError as exc:

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from ..symbol import Symbol
 
 __all__ = ["SubgraphSelector", "OpNameSelector", "SubgraphProperty", "SubgraphBackend",
-           "RegionCall", "register_backend", "get_backend", "list_backends", "set_op_names",
+           "RegionCall", "NodeShapes", "register_backend", "get_backend", "list_backends", "set_op_names",
            "get_op_names"]
 
 
@@ -29,6 +29,11 @@ class SubgraphSelector:
     def select(self, node: "Node") -> bool:
         """Whether ``node`` may start a region."""
         return False
+
+    def why_not(self, node: "Node") -> str | None:
+        """Why ``select(node)`` is False, in a few words for the partition plan (None: the
+        generic "no backend supports the op")."""
+        return None
 
     def select_input(self, node: "Node", input_node: "Node") -> bool:
         """Whether the producer ``input_node`` of a member ``node`` joins the region."""
@@ -71,13 +76,14 @@ class RegionCall:
     input and output arrays (inputs in the region node's order, by name in ``input_names``),
     shapes, dtypes, context, whether it runs for training, the node name, and per input the
     grad_req of the argument feeding it ('null' for other inputs; BatchNorm's fix_gamma
-    needs it)."""
+    needs it) and whether it is a graph input (an argument or auxiliary state the user owns)
+    rather than an entry computed by the executor (``input_is_var``)."""
 
     __slots__ = ("symbol", "input_names", "inputs", "outputs", "ctx", "is_train", "node_name",
-                 "workspace", "state", "input_grad_reqs")
+                 "workspace", "state", "input_grad_reqs", "input_is_var")
 
     def __init__(self, symbol, input_names, inputs, outputs, ctx, is_train, node_name,
-                 workspace=None, state=None, input_grad_reqs=None):
+                 workspace=None, state=None, input_grad_reqs=None, input_is_var=None):
         self.symbol = symbol
         self.input_names = input_names
         self.inputs = inputs
@@ -88,6 +94,7 @@ class RegionCall:
         self.workspace = workspace
         self.state = state if state is not None else {}
         self.input_grad_reqs = list(input_grad_reqs or ["null"] * len(inputs))
+        self.input_is_var = list(input_is_var or [False] * len(inputs))
 
     @property
     def input_shapes(self) -> dict[str, tuple]:
@@ -98,6 +105,34 @@ class RegionCall:
         return {n: a.dtype for n, a in zip(self.input_names, self.inputs)}
 
 
+class NodeShapes:
+    """Inferred shapes and dtypes of the graph being partitioned, by node (MXNet hands its
+    properties the graph after shape inference). Unknown values are None."""
+
+    def __init__(self, ig, shapes: list, dtypes: list):
+        self._ig, self._shapes, self._dtypes = ig, shapes, dtypes
+
+    def _entries(self, node: "Node", outputs: bool) -> list[int]:
+        ig = self._ig
+        nid = ig.node_id.get(id(node))
+        if nid is None:
+            return []
+        if outputs:
+            return list(range(ig.row_ptr[nid], ig.row_ptr[nid + 1]))
+        return list(ig.node_inputs[nid])
+
+    def inputs(self, node: "Node") -> list:
+        """Shapes of ``node``'s inputs (tuples, None where unknown)."""
+        from ..ops.common import known
+        return [s if known(s) else None for s in (self._shapes[e]
+                                                  for e in self._entries(node, False))]
+
+    def dtypes(self, node: "Node") -> list:
+        """Dtypes of ``node``'s inputs and then its visible outputs (None where unknown)."""
+        outs = self._entries(node, True)[:node.op.num_visible_outputs(node.params)]
+        return [self._dtypes[e] for e in self._entries(node, False) + outs]
+
+
 class SubgraphProperty:
     """A named partitioning strategy. ``attrs`` holds MXNet's property attributes
     (``inference_only``, ``disable``, ``op_names``) and the backend's own options
@@ -106,11 +141,14 @@ class SubgraphProperty:
 
     name = "property"
     default_attrs: dict[str, Any] = {}
+    #: when True, :attr:`shapes` holds the graph's inferred shapes while its selector runs
+    needs_shapes = False
 
     def __init__(self, **options: Any):
         self.attrs: dict[str, Any] = {"inference_only": False, "disable": False,
                                       "op_names": set(), "min_size": 1, "exclude_ops": set()}
         self.attrs.update(self.default_attrs)
+        self.shapes: NodeShapes | None = None
         self.set_options(**options)
 
     def set_options(self, **options: Any) -> None:

@@ -25,20 +25,41 @@ def _split_options(names: list[str], options: dict) -> dict[str, dict]:
 
 def optimize_for(sym: Symbol, backend: str, args: Any = None, aux: Any = None,
                  ctx: Context | None = None, options: dict | None = None) -> Symbol:
-    """MXNet's ``sym.optimize_for(backend, args, aux, ctx, **options)``."""
-    return partition(sym, backend, ctx=ctx, **(options or {})).symbol
+    """MXNet's ``sym.optimize_for(backend, args, aux, ctx, **options)``; the arrays of
+    ``args`` / ``aux`` (dicts by name, or lists in ``list_arguments`` /
+    ``list_auxiliary_states`` order) give their shapes and dtypes to the selectors."""
+    given = {**_by_name(args, sym.list_arguments()),
+             **_by_name(aux, sym.list_auxiliary_states())}
+    return partition(sym, backend, ctx=ctx,
+                     input_shapes={k: tuple(v.shape) for k, v in given.items()},
+                     input_dtypes={k: v.dtype for k, v in given.items()},
+                     **(options or {})).symbol
+
+
+def _by_name(arrays: Any, names: list[str]) -> dict:
+    if arrays is None:
+        return {}
+    if isinstance(arrays, dict):
+        return {k: v for k, v in arrays.items() if v is not None}
+    return {k: v for k, v in zip(names, arrays) if v is not None}
 
 
 def partition(sym: Symbol, backend: str, ctx: Context | None = None, need_grad: bool = False,
+              input_shapes: dict | None = None, input_dtypes: dict | None = None,
               **options: Any) -> PartitionPlan:
     """Partition ``sym`` without binding; the returned plan has the partitioned ``symbol``.
+    ``input_shapes`` / ``input_dtypes`` (by input name; dtypes default to float32) let
+    shape-aware selectors (``onnxrt``) see the inferred graph.
 
     >>> plan = gx.partition(net, "default", op_names={"exp", "sin"})
     >>> print(plan.table())
     """
     names = resolve_backends(backend)
     opts = _split_options(names, options)
-    part, plan = apply_backends(sym, names, ctx or cpu(), need_grad, opts)
+    shapes = dict(input_shapes or {})
+    dtypes = {k: "float32" for k in shapes}
+    dtypes.update(input_dtypes or {})
+    part, plan = apply_backends(sym, names, ctx or cpu(), need_grad, opts, shapes, dtypes)
     plan.symbol = part
     from ..plugins import plugin_manager
     plugin_manager().notify("graphexec_partition_done", symbol=part, plan=plan)

@@ -60,7 +60,7 @@ def _grow_regions(ig: IndexedGraph, prop: SubgraphProperty, plan: PartitionPlan)
             continue
         selector.reset()
         if not selector.select(node):
-            plan.decide(node.name, node.op.name, "unsupported")
+            plan.decide(node.name, node.op.name, selector.why_not(node) or "unsupported")
             continue
         members = _grow(ig, nid, selector, taken, consumers)
         kept_nodes = selector.filter([ig.nodes[n] for n in members])

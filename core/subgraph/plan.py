@@ -48,6 +48,7 @@ class PartitionPlan:
     regions: list[Region] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)   # properties/backends not applied, why
     fallbacks: int = 0
+    host_copies: int = 0   # arrays copied host<->device by regions run off their context
 
     def decide(self, name: str, op: str, reason: str | None) -> None:
         """Record why ``name`` was not claimed (the first reason given wins; None only
@@ -66,6 +67,7 @@ class PartitionPlan:
 
     def to_dict(self) -> dict:
         return {"backends": self.backends, "skipped": self.skipped, "fallbacks": self.fallbacks,
+                "host_copies": self.host_copies,
                 "regions": [asdict(r) for r in self.regions],
                 "nodes": [asdict(d) for d in self.nodes.values()]}
 

@@ -6,6 +6,7 @@ import json
 import logging
 from typing import Any, Callable
 
+from ..errors import PlacementError
 from ..random import generator
 from .api import RegionCall, get_backend
 
@@ -55,13 +56,15 @@ def region_runner(call: Any) -> Callable[[], None]:
     p, attrs = call.params, call.attrs
     region = RegionCall(p.subgraph, p.input_names, call.inputs, call.outputs, call.ctx,
                         call.is_train, call.node_name, call.workspace, call.state,
-                        call.input_grad_reqs)
+                        call.input_grad_reqs, call.input_is_var)
     backend = attrs.get("__backend__", "default")
     try:
         prop = get_backend(backend).properties[int(attrs.get("__property__", "0"))]
         options = json.loads(attrs.get("__options__", "{}"))
         prop.set_options(**{k: v for k, v in options.items() if k in prop.attrs})
         run = prop.create_runner(region)
+    except PlacementError:
+        raise
     except Exception as exc:  # noqa: BLE001 - any backend failure falls back, reported
         return _fallback(region, backend, f"creating its runner failed: {type(exc).__name__}: "
                                           f"{exc}")
@@ -75,6 +78,8 @@ def region_runner(call: Any) -> Callable[[], None]:
             return
         try:
             run()
+        except PlacementError:
+            raise
         except Exception as exc:  # noqa: BLE001
             fallback = _fallback(region, backend, f"running it failed: {type(exc).__name__}: "
                                                   f"{exc}")

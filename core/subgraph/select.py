@@ -11,12 +11,14 @@ import logging
 import os
 from typing import Any, Sequence
 
+from ..errors import GraphexecError
+from ..inference import dtype_seeds, run_inference, shape_seeds
 from ..symbol import Symbol
-from .api import SubgraphBackend, get_backend, get_op_names
+from .api import NodeShapes, SubgraphBackend, get_backend, get_op_names
 from .partition import _grow_regions, partition_symbol
 from .plan import PartitionPlan
 
-__all__ = ["resolve_backends", "apply_backends", "verbosity"]
+__all__ = ["resolve_backends", "apply_backends", "verbosity", "node_shapes"]
 
 log = logging.getLogger("graphexec.subgraph")
 
@@ -56,15 +58,20 @@ def _backend_active(backend: SubgraphBackend, ctx: Any, verbose: int) -> bool:
 
 
 def apply_backends(sym: Symbol, names: list[str], ctx: Any, need_grad: bool,
-                   options: dict[str, dict] | None = None) -> tuple[Symbol, PartitionPlan]:
-    """Partition ``sym`` with each backend in turn; returns the symbol and the plan."""
+                   options: dict[str, dict] | None = None,
+                   input_shapes: dict[str, tuple] | None = None,
+                   input_dtypes: dict[str, Any] | None = None) -> tuple[Symbol, PartitionPlan]:
+    """Partition ``sym`` with each backend in turn; returns the symbol and the plan.
+    ``input_shapes`` / ``input_dtypes`` (by variable name) let properties that need shapes
+    see the inferred graph."""
     plan = PartitionPlan(backends=list(names))
     for node in sym._indexed().nodes:  # the table lists nodes in graph order
         if node.op is not None:
             plan.decide(node.name, node.op.name, None)
     verbose = verbosity()
-    for name in names:
-        backend = get_backend(name)
+    backends = [get_backend(name) for name in names]
+    _check_options(backends, options or {})
+    for name, backend in zip(names, backends):
         if not _backend_active(backend, ctx, verbose):
             plan.skipped.append(f"backend {name}: not active for {ctx}")
             continue
@@ -87,6 +94,8 @@ def apply_backends(sym: Symbol, names: list[str], ctx: Any, need_grad: bool,
                 plan.skipped.append(f"{name}/{prop.name}: inference_only, gradients requested")
                 _mark_inference_only(sym, prop, plan)
                 continue
+            if prop.needs_shapes:
+                prop.shapes = node_shapes(sym, input_shapes or {}, input_dtypes or {})
             sym = partition_symbol(sym, prop, name, index, plan, opts)
             if verbose > 1:
                 for region in plan.regions:
@@ -94,6 +103,31 @@ def apply_backends(sym: Symbol, names: list[str], ctx: Any, need_grad: bool,
                         log.info("%s region %d (%s): %d nodes %s", name, region.id, region.node,
                                  len(region.members), region.members)
     return sym, plan
+
+
+def _check_options(backends: list[SubgraphBackend], options: dict[str, dict]) -> None:
+    """Every option given for these backends is known to at least one of their properties
+    (options shared by a chain go to every backend, each taking the ones it knows)."""
+    known = {k for b in backends for p in b.properties for k in p.attrs}
+    for b in backends:
+        unknown = sorted(set(options.get(b.name, {})) - known)
+        if unknown:
+            raise GraphexecError(f"subgraph backend {b.name!r}: unknown option(s) {unknown}; "
+                                 f"options are {sorted(known)}")
+
+
+def node_shapes(sym: Symbol, input_shapes: dict, input_dtypes: dict) -> NodeShapes | None:
+    """The inferred shapes of ``sym``'s nodes from shapes and dtypes given by name (None for
+    everything when inference fails: the bind that follows reports that error itself)."""
+    ig = sym._indexed()
+    by_name = {ig.nodes[i].name: i for i in ig.input_nodes}
+    shapes = {by_name[k]: v for k, v in input_shapes.items() if k in by_name}
+    dtypes = {by_name[k]: v for k, v in input_dtypes.items() if k in by_name}
+    try:
+        g = run_inference(sym, shape_seeds(ig, shapes, True), dtype_seeds(ig, dtypes))
+    except GraphexecError:
+        return None
+    return NodeShapes(ig, g.attrs["shape"], g.attrs["dtype"])
 
 
 def _mark_inference_only(sym: Symbol, prop, plan: PartitionPlan) -> None:

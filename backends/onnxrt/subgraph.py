@@ -1,0 +1,103 @@
+"""The ``onnxrt`` subgraph backend: claims maximal regions of nodes that convert to ONNX
+(exactly the nodes whose converter declares their attributes and shapes supported, in
+float32) and runs each region as an ONNX Runtime session (see :mod:`.session`).
+
+Inference only, as MXNet's TensorRT property: a bind that requests gradients skips it.
+Options (``backend_options={"onnxrt": {...}}`` at bind, keywords of ``optimize_for`` and
+``gx.partition``): ``min_size``, ``exclude_ops``, ``providers``, ``threads``,
+``inter_op_threads``, ``opt_level``, ``save_models``, ``freeze_params``, ``strict_device``
+(see :data:`OPTIONS` and README.md).
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from graphexec.core.subgraph import RegionCall, SubgraphBackend, SubgraphProperty, SubgraphSelector
+
+__all__ = ["OnnxrtSelector", "OnnxrtProperty", "make_backend", "OPTIONS"]
+
+#: the options of the property, with their defaults
+OPTIONS = {
+    "providers": None,          # None: CPU on cpu contexts, CUDA then CPU on gpu contexts
+    "threads": 0,               # ORT intra-op threads (0: ORT's default, one per core)
+    "inter_op_threads": 0,
+    "opt_level": "all",         # "disable" | "basic" | "extended" | "all"
+    "save_models": None,        # a folder: every region model is written there
+    "freeze_params": True,      # True | False | [names]: parameters baked as initializers
+    "strict_device": False,     # True: refuse to run a gpu region on the CPU
+}
+
+_FLOAT32 = np.dtype("float32")
+
+
+class OnnxrtSelector(SubgraphSelector):
+    """Claims a node when a converter exists, its ``supports(node, input_shapes)`` is True,
+    the op is not excluded, and every input and output is float32 (ONNX Runtime's CPU kernels
+    cover float32 for every converted op; other dtypes stay native)."""
+
+    def __init__(self, exclude: set[str], shapes):
+        from .converters import CONVERTERS
+        self._converters = CONVERTERS
+        self._exclude = set(exclude)
+        self._shapes = shapes
+        self._why: dict[int, str | None] = {}
+
+    def why_not(self, node) -> str | None:
+        """None when the node converts, else the reason (cached per node)."""
+        key = id(node)
+        if key not in self._why:
+            self._why[key] = self._reason(node)
+        return self._why[key]
+
+    def _reason(self, node) -> str | None:
+        name = node.op.name
+        if name in self._exclude:
+            return "excluded by the exclude_ops option"
+        conv = self._converters.get(name)
+        if conv is None:
+            return f"no ONNX converter for {name}"
+        shapes = self._shapes.inputs(node) if self._shapes else [None] * len(node.inputs)
+        ok = conv.supports(node, shapes)
+        if ok is not True:
+            return str(ok)
+        if self._shapes is not None:
+            bad = sorted({str(d) for d in self._shapes.dtypes(node)
+                          if d is not None and np.dtype(d) != _FLOAT32})
+            if bad:
+                return f"dtype {', '.join(bad)} (onnxrt regions run float32 only)"
+        return None
+
+    def select(self, node) -> bool:
+        return self.why_not(node) is None
+
+    def select_input(self, node, input_node) -> bool:
+        return self.why_not(input_node) is None
+
+    def select_output(self, node, output_node) -> bool:
+        return self.why_not(output_node) is None
+
+
+class OnnxrtProperty(SubgraphProperty):
+    """Regions of convertible nodes, each run by one ONNX Runtime session per shape
+    signature."""
+
+    name = "onnxrt"
+    needs_shapes = True
+    default_attrs = {"inference_only": True, **OPTIONS}
+
+    def set_options(self, **options) -> None:
+        super().set_options(**options)
+        from .session import check_options
+        check_options({k: self.attrs[k] for k in OPTIONS})
+
+    def create_selector(self) -> SubgraphSelector:
+        return OnnxrtSelector(set(self.attrs["exclude_ops"]), self.shapes)
+
+    def create_runner(self, region: RegionCall):
+        from .session import region_runner
+        return region_runner(region, {k: self.attrs[k] for k in OPTIONS})
+
+
+def make_backend() -> SubgraphBackend:
+    return SubgraphBackend("onnxrt", [OnnxrtProperty()],
+                           options=("min_size", "exclude_ops", *OPTIONS))

@@ -1,0 +1,104 @@
+"""onnxrt figures (issue 6): ResNet-18 v1 (full width, 224x224, random weights) run with
+MXNET_SUBGRAPH_BACKEND=onnxrt against the same network exported whole to ONNX Runtime
+(parameters as initializers) in the same process, both with the same thread count; and the
+cost of one region boundary (an IOBinding round trip).
+
+Run: python benchmarks/bench_onnxrt.py [--threads 2] [--batches 1,16]
+MXNet 1.9.1 (oneDNN, OMP_NUM_THREADS=2) on this machine class: 44.5 ms at batch 1,
+683 ms at batch 16 (issue 6).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(__file__))
+import graphexec as gx  # noqa: E402
+from bench_memory import resnet18  # noqa: E402
+from common import interleaved_medians  # noqa: E402
+
+MXNET_MS = {1: 44.5, 16: 683.0}
+
+
+def random_params(sym, shapes: dict) -> tuple[dict, dict]:
+    rng = np.random.default_rng(0)
+    arg_shapes, _, aux_shapes = sym.infer_shape(**shapes)
+    args = {n: (rng.standard_normal(s) * 0.05).astype("f4")
+            for n, s in zip(sym.list_arguments(), arg_shapes) if n not in shapes}
+    aux = {n: (np.abs(rng.standard_normal(s)) + 0.5).astype("f4")
+           for n, s in zip(sym.list_auxiliary_states(), aux_shapes)}
+    return args, aux
+
+
+def whole_model_session(sym, args, aux, shapes, threads: int):
+    import onnxruntime as ort
+    model = gx.onnx.export_model(sym, args, aux, shapes)
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.log_severity_level = 3
+    return ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+
+
+def resnet(batch: int, threads: int, repeat: int) -> dict:
+    sym = resnet18(train=False)
+    shapes = {"data": (batch, 3, 224, 224)}
+    args, aux = random_params(sym, shapes)
+    data = np.random.default_rng(1).standard_normal(shapes["data"]).astype("f4")
+    sess = whole_model_session(sym, args, aux, shapes, threads)
+    execs = {}
+    for label, freeze in (("graphexec", True), ("unfrozen", False)):
+        exe = execs[label] = sym.simple_bind(
+            gx.cpu(), grad_req="null", backend="onnxrt",
+            backend_options={"onnxrt": {"threads": threads, "freeze_params": freeze}}, **shapes)
+        exe.copy_params_from(args, aux)
+        exe.arg_dict["data"][...] = data
+    want = sess.run(None, {"data": data})[0]
+    diff = max(float(np.abs(e.forward()[0] - want).max()) for e in execs.values())
+    name = sym.list_outputs()[0]
+    t = interleaved_medians({"graphexec": execs["graphexec"].forward,
+                             "unfrozen": execs["unfrozen"].forward,
+                             "ort": lambda: sess.run([name], {"data": data})}, repeat=repeat)
+    return {"batch": batch, "regions": len(execs["graphexec"].partition_plan.regions),
+            "diff": diff, **{f"{k}_ms": v * 1e3 for k, v in t.items()}}
+
+
+def boundary(threads: int, repeat: int) -> dict:
+    """The cost of one region boundary: a graph of one tiny op (relu of 64 floats) run as
+    one onnxrt region (IOBinding round trip into ONNX Runtime and back) against the same op
+    run natively, per forward."""
+    y = gx.sym.relu(gx.sym.Variable("x"))
+    shapes = {"x": (1, 64)}
+    region = y.simple_bind(gx.cpu(), grad_req="null", backend="onnxrt",
+                           backend_options={"onnxrt": {"threads": threads}}, **shapes)
+    plain = y.simple_bind(gx.cpu(), grad_req="null", backend="NONE", **shapes)
+    assert len(region.partition_plan.regions) == 1
+    t = interleaved_medians({"region": lambda: region.forward(), "native": lambda: plain.forward()},
+                            repeat=repeat, number=500)
+    return {"region_us": t["region"] * 1e6, "native_us": t["native"] * 1e6}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--batches", default="1,16")
+    ap.add_argument("--repeat", type=int, default=9)
+    opts = ap.parse_args()
+    for batch in (int(b) for b in opts.batches.split(",")):
+        r = resnet(batch, opts.threads, opts.repeat if batch == 1 else max(opts.repeat // 3, 3))
+        print(f"ResNet-18 batch {batch:2d}: onnxrt backend {r['graphexec_ms']:7.1f} ms, "
+              f"whole-model ORT {r['ort_ms']:7.1f} ms, ratio {r['graphexec_ms'] / r['ort_ms']:.3f}"
+              f" (goal <= 1.10); MXNet 1.9.1 figure {MXNET_MS.get(batch, float('nan'))} ms; "
+              f"{r['regions']} region(s), max |diff| {r['diff']:.2e}")
+        print(f"    with freeze_params=False (weights fed as inputs): {r['unfrozen_ms']:7.1f} ms, "
+              f"ratio {r['unfrozen_ms'] / r['ort_ms']:.3f}")
+    b = boundary(opts.threads, opts.repeat)
+    print(f"region boundary: one-op graph as an onnxrt region {b['region_us']:.1f} us per "
+          f"forward, natively {b['native_us']:.1f} us: one boundary (IOBinding round trip) "
+          f"costs {b['region_us'] - b['native_us']:.1f} us")
+
+
+if __name__ == "__main__":
+    main()
