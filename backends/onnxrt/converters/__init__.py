@@ -122,4 +122,5 @@ def supported_dtype(dtype: Any) -> bool:
     return np.dtype(dtype) in _DTYPES
 
 
-from . import elemwise, nn, tensor  # noqa: E402,F401  (families register on import)
+# the families register their converters on import
+from . import conv, elemwise, indexing, nn, reduce, tensor  # noqa: E402,F401

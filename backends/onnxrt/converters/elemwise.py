@@ -1,8 +1,10 @@
-"""Element-wise converters: arithmetic, comparisons, scalar ops, unary math, clip, Cast,
-identities, where, zeros_like / ones_like, add_n."""
+"""Element-wise converters: arithmetic, comparisons, scalar ops, unary math (with the ones ONNX
+lacks composed exactly: cbrt, trunc, MXNet's round, hypot, Python-style mod), clip,
+hard_sigmoid, Cast, identities, where, fills (zeros_like, _full, ...), add_n."""
 from __future__ import annotations
 
 import math
+from typing import Any, Callable
 
 import numpy as np
 from onnx import numpy_helper
@@ -43,7 +45,8 @@ _UNARY = {"exp": "Exp", "log": "Log", "sqrt": "Sqrt", "abs": "Abs", "negative": 
           "reciprocal": "Reciprocal", "arcsin": "Asin", "arccos": "Acos", "arctan": "Atan",
           "sinh": "Sinh", "cosh": "Cosh", "arcsinh": "Asinh", "arccosh": "Acosh",
           "arctanh": "Atanh", "softsign": "Softsign", "rint": "Round"}
-_IDENTITY = ("_copy", "BlockGrad", "MakeLoss", "make_loss", "_CrossDeviceCopy")
+_IDENTITY = ("_copy", "BlockGrad", "MakeLoss", "make_loss", "_CrossDeviceCopy",
+             "_identity_with_attr_like_rhs")
 
 
 def _to_bool(c: ConvertCall, name: str) -> str:
@@ -151,29 +154,140 @@ def _cast(c: ConvertCall) -> None:
     c.b.one("Cast", [c.x], c.out, to=onnx_dtype(c.out_dtypes[0]))
 
 
-def _where_supports(node, shapes) -> "bool | str":
-    if shapes[0] is not None and shapes[1] is not None and tuple(shapes[0]) != tuple(shapes[1]):
-        return "where with a 1-D condition over the first axis is not converted"
-    return True
-
-
-@converter("where", supports=_where_supports)
+@converter("where")
 def _where(c: ConvertCall) -> None:
-    c.b.one("Where", [_to_bool(c, c.inputs[0]), c.inputs[1], c.inputs[2]], c.out)
+    """A (n,) condition selecting whole rows is reshaped to (n, 1, ...) to broadcast."""
+    cond, ndim = c.inputs[0], len(c.in_shapes[1])
+    if len(c.in_shapes[0]) != ndim:
+        shape = c.b.ints(tuple(c.in_shapes[0]) + (1,) * (ndim - 1), c.hint("rows"))
+        cond = c.b.one("Reshape", [cond, shape], hint=c.hint("cond"))
+    c.b.one("Where", [_to_bool(c, cond), c.inputs[1], c.inputs[2]], c.out)
 
 
-def _fill(value: int):
+def _fill(value: Callable[[Any], float]):
+    """ConstantOfShape of the output shape holding ``value(params)`` in the output dtype."""
     def convert(c: ConvertCall) -> None:
         shape = c.b.ints(c.out_shapes[0], c.hint("shape"))
-        fill = np.asarray([value], dtype=c.out_dtypes[0])
+        fill = np.asarray([value(c.p)], dtype=c.out_dtypes[0])
         c.b.one("ConstantOfShape", [shape], c.out, value=numpy_helper.from_array(fill))
     return convert
 
 
-converter("zeros_like")(_fill(0))
-converter("ones_like")(_fill(1))
+converter("zeros_like", "_zeros")(_fill(lambda p: 0))
+converter("ones_like", "_ones")(_fill(lambda p: 1))
+converter("_full")(_fill(lambda p: p.value))
 
 
 @converter("add_n")
 def _add_n(c: ConvertCall) -> None:
     c.b.one("Sum", list(c.inputs), c.out)
+
+
+# -- what ONNX lacks, composed to give graphexec's kernels' results ---------------------------
+def _signed(c: ConvertCall, magnitude: str) -> None:
+    """sign(x) * magnitude into the output."""
+    c.b.one("Mul", [c.b.one("Sign", [c.x], hint=c.hint("sign")), magnitude], c.out)
+
+
+@converter("round")
+def _round(c: ConvertCall) -> None:
+    """Halves away from zero (ONNX Round goes to even): sign(x) * floor(|x| + 0.5)."""
+    half = c.b.const(0.5, c.in_dtypes[0], c.hint("half"))
+    shifted = c.b.one("Add", [c.b.one("Abs", [c.x], hint=c.hint("abs")), half],
+                      hint=c.hint("shifted"))
+    _signed(c, c.b.one("Floor", [shifted], hint=c.hint("floor")))
+
+
+@converter("trunc", "fix")
+def _trunc(c: ConvertCall) -> None:
+    """Toward zero: sign(x) * floor(|x|)."""
+    _signed(c, c.b.one("Floor", [c.b.one("Abs", [c.x], hint=c.hint("abs"))],
+                       hint=c.hint("floor")))
+
+
+def _cbrt_of(c: ConvertCall, out: str | None) -> str:
+    """sign(x) * |x| ** (1/3) (a real cube root also for negative x)."""
+    third = c.b.const(1 / 3, c.in_dtypes[0], c.hint("third"))
+    root = c.b.one("Pow", [c.b.one("Abs", [c.x], hint=c.hint("abs")), third],
+                   hint=c.hint("root"))
+    return c.b.one("Mul", [c.b.one("Sign", [c.x], hint=c.hint("sign")), root], out,
+                   hint=c.hint("cbrt"))
+
+
+@converter("cbrt")
+def _cbrt(c: ConvertCall) -> None:
+    _cbrt_of(c, c.out)
+
+
+@converter("rcbrt")
+def _rcbrt(c: ConvertCall) -> None:
+    c.b.one("Reciprocal", [_cbrt_of(c, None)], c.out)
+
+
+def _scaled(factor: float):
+    def convert(c: ConvertCall) -> None:
+        c.b.one("Mul", [c.x, c.b.const(factor, c.in_dtypes[0], c.hint("factor"))], c.out)
+    return convert
+
+
+converter("degrees")(_scaled(180 / math.pi))
+converter("radians")(_scaled(math.pi / 180))
+
+
+@converter("hard_sigmoid")
+def _hard_sigmoid(c: ConvertCall) -> None:
+    """clip(alpha x + beta, 0, 1) with the constants in the data's dtype, as the kernel."""
+    dt, b = c.in_dtypes[0], c.b
+    ax = b.one("Mul", [c.x, b.const(c.p.alpha, dt, c.hint("alpha"))], hint=c.hint("ax"))
+    y = b.one("Add", [ax, b.const(c.p.beta, dt, c.hint("beta"))], hint=c.hint("axb"))
+    b.one("Clip", [y, b.const(0, dt, c.hint("zero")), b.const(1, dt, c.hint("one"))], c.out)
+
+
+def _hypot_of(c: ConvertCall, a: str, b: str) -> None:
+    """sqrt(a * a + b * b)."""
+    squares = [c.b.one("Mul", [v, v], hint=c.hint("sq")) for v in (a, b)]
+    c.b.one("Sqrt", [c.b.one("Add", squares, hint=c.hint("sum"))], c.out)
+
+
+def _mod_of(c: ConvertCall, a: str, b: str) -> None:
+    """MXNet's mod: the divisor's sign, and x mod 0 == 0 (a divisor of 0 is replaced by 1,
+    the result masked)."""
+    dt, bld = c.out_dtypes[0], c.b
+    zero, one = bld.const(0, dt, c.hint("zero")), bld.const(1, dt, c.hint("one"))
+    by_zero = bld.one("Equal", [b, zero], hint=c.hint("by_zero"))
+    b = bld.one("Where", [by_zero, one, b], hint=c.hint("divisor"))
+    r = bld.one("Mod", [a, b], hint=c.hint("fmod"), fmod=1)
+    bld.one("Where", [by_zero, zero, _floored(c, r, b, zero)], c.out)
+
+
+def _floored(c: ConvertCall, r: str, b: str, zero: str) -> str:
+    """The C fmod remainder ``r`` given the divisor's sign: r + b where r is nonzero and its
+    sign differs from b's."""
+    bld = c.b
+    signs = bld.one("Xor", [bld.one("Less", [r, zero], hint=c.hint("r_neg")),
+                            bld.one("Less", [b, zero], hint=c.hint("b_neg"))],
+                    hint=c.hint("signs"))
+    nonzero = bld.one("Not", [bld.one("Equal", [r, zero], hint=c.hint("r_zero"))],
+                      hint=c.hint("r_nonzero"))
+    fix = bld.one("And", [signs, nonzero], hint=c.hint("fix"))
+    return bld.one("Where", [fix, bld.one("Add", [r, b], hint=c.hint("rb")), r],
+                   hint=c.hint("mod"))
+
+
+def _pair(compose: Callable, scalar: str | None = None):
+    """A converter applying ``compose(c, a, b)`` to the two inputs, or to the input and the
+    scalar (``scalar`` 'right' or 'left': where the scalar goes)."""
+    def convert(c: ConvertCall) -> None:
+        if scalar is None:
+            compose(c, c.inputs[0], c.inputs[1])
+            return
+        s = c.b.const(c.p.scalar, c.in_dtypes[0], c.hint("scalar"))
+        compose(c, *((c.x, s) if scalar == "right" else (s, c.x)))
+    return convert
+
+
+converter("_hypot", "broadcast_hypot")(_pair(_hypot_of))
+converter("_hypot_scalar")(_pair(_hypot_of, "right"))
+converter("_mod", "broadcast_mod")(_pair(_mod_of))
+converter("_mod_scalar")(_pair(_mod_of, "right"))
+converter("_rmod_scalar")(_pair(_mod_of, "left"))
