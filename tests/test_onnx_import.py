@@ -160,6 +160,10 @@ HELPER = {
     "bn": ([N("BatchNormalization", ["a", "s", "b", "m", "v"], ["o"], epsilon=1e-3)],
            {"a": (2, 3, 4)}, {"s": np.full(3, 2, "f4"), "b": np.ones(3, "f4"),
                               "m": np.arange(3, dtype="f4"), "v": np.full(3, 4, "f4")}),
+    "bn_chain": ([N("BatchNormalization", ["a", "s", "b", "m", "v"], ["t"]),
+                  N("BatchNormalization", ["t", "s", "b", "v", "m"], ["o"])],
+                 {"a": (2, 3, 4)}, {"s": np.full(3, 2, "f4"), "b": np.ones(3, "f4"),
+                                    "m": np.arange(3, dtype="f4"), "v": np.full(3, 4, "f4")}),
     "prelu_channel": ([N("PRelu", ["a", "s"], ["o"])], {"a": (2, 3, 4, 4)},
                       {"s": np.array([[[0.1]], [[0.2]], [[0.3]]], "f4")}),
     "prelu_general": ([N("PRelu", ["a", "s"], ["o"])], {"a": (2, 3, 4)},
@@ -207,6 +211,44 @@ HELPER = {
     "unary": ([N(t, ["a"], [t]) for t in ("Exp", "Sin", "Cos", "Abs", "Neg", "Floor", "Ceil",
                                           "Erf", "Softplus", "Softsign", "Sigmoid", "Tanh")]
               + [N("Relu", ["a"], ["o"])], {"a": (3, 4)}, {}),
+    "conv_asymmetric_pads": ([N("Conv", ["a", "w"], ["o"], pads=[0, 1, 1, 2], strides=[2, 1])],
+                             {"a": (1, 2, 7, 7)}, {"w": np.ones((3, 2, 3, 3), "f4")}),
+    "conv_same_upper": ([N("Conv", ["a", "w"], ["o"], auto_pad="SAME_UPPER")],
+                        {"a": (1, 2, 6, 6)}, {"w": np.ones((3, 2, 2, 2), "f4")}),
+    "conv_transpose": ([N("ConvTranspose", ["a", "w"], ["o"], strides=[2, 2], pads=[1, 0, 0, 1],
+                          output_padding=[1, 1])],
+                       {"a": (1, 2, 4, 4)}, {"w": np.ones((2, 3, 3, 3), "f4")}),
+    "pool_ceil_same": ([N("MaxPool", ["a"], ["m"], kernel_shape=[3, 3], strides=[2, 2],
+                          ceil_mode=1),
+                        N("AveragePool", ["m"], ["o"], kernel_shape=[2, 2], auto_pad="SAME_UPPER")],
+                       {"a": (1, 2, 8, 8)}, {}),
+    "matmul_broadcast": ([N("MatMul", ["a", "b"], ["m"]), N("MatMul", ["v", "m"], ["o"])],
+                         {"a": (2, 1, 3, 4), "b": (3, 4, 5), "v": (3,)}, {}),
+    "layernorm_axis": ([N("LayerNormalization", ["a", "s", "b"], ["o"], axis=1)],
+                       {"a": (2, 3, 4)}, {"s": np.full((3, 4), 2, "f4"),
+                                          "b": np.ones((3, 4), "f4")}),
+    "where_broadcast": ([N("Greater", ["a", "z"], ["g"]), N("Where", ["g", "a", "b"], ["o"])],
+                        {"a": (3, 4), "b": (4,)}, {"z": np.zeros((1, 4), "f4")}),
+    "flatten_slice_split": ([N("Flatten", ["a"], ["f"], axis=2),
+                             N("Slice", ["f", "st", "en", "ax", "sp"], ["s"]),
+                             N("Split", ["s", "sz"], ["p", "o"], axis=1)],
+                            {"a": (2, 3, 4, 5)}, {"st": np.array([-1, 1]), "en": np.array(
+                                [-100, 19]), "ax": np.array([0, 1]), "sp": np.array([-1, 2]),
+                                                  "sz": np.array([3, 6])}),
+    "expand_tile_pad": ([N("Expand", ["a", "sh"], ["e"]), N("Tile", ["e", "r"], ["t"]),
+                         N("Pad", ["t", "p"], ["o"], mode="reflect")],
+                        {"a": (3, 1)}, {"sh": np.array([2, 1, 4]), "r": np.array([1, 2, 1]),
+                                        "p": np.array([0, 1, 1, 0, 1, 2])}),
+    "mod_argmax_hardmax": ([N("Mod", ["a", "b"], ["m"], fmod=1),
+                            N("ArgMax", ["m"], ["i"], axis=1, select_last_index=1),
+                            N("Hardmax", ["a"], ["h"], axis=0), N("Cast", ["i"], ["c"], to=F),
+                            N("Mul", ["h", "c"], ["o"])], {"a": (3, 4), "b": (3, 4)}, {}),
+    "activations": ([N("HardSwish", ["a"], ["h"]), N("Celu", ["h"], ["c"], alpha=0.5),
+                     N("Selu", ["c"], ["s"], alpha=1.5, gamma=2.0),
+                     N("ThresholdedRelu", ["s"], ["t"], alpha=0.1),
+                     N("Clip", ["t", "lo"], ["o"])], {"a": (3, 4)}, {"lo": np.float32(0.05)}),
+    "shape_constants": ([N("Shape", ["a"], ["s"]), N("ConstantOfShape", ["s"], ["z"]),
+                         N("Add", ["a", "z"], ["o"])], {"a": (2, 3)}, {}),
 }
 
 
@@ -226,22 +268,21 @@ def test_positive_unary_ops():
 def test_unsupported_ops_are_all_listed():
     model = make_model([N("Relu", ["a"], ["r"], name="ok"),
                         N("TopK", ["r", "k"], ["v", "i"], name="top"),
-                        N("Mod", ["v", "v"], ["o"], name="md")], {"a": (3, 4)}, ["o"],
+                        N("NonZero", ["v"], ["o"], name="nz")], {"a": (3, 4)}, ["o"],
                        {"k": np.array([2])})
     with pytest.raises(OnnxImportError) as err:
         import_model(model)
     msg = str(err.value)
-    assert "top (TopK)" in msg and "md (Mod)" in msg and "ok (Relu)" not in msg
+    assert "top (TopK)" in msg and "nz (NonZero)" in msg and "ok (Relu)" not in msg
     assert isinstance(err.value, GraphexecError) and isinstance(err.value, ValueError)
 
 
 @pytest.mark.parametrize("node, inits, match", [
-    (N("Conv", ["a", "w"], ["o"], pads=[0, 0, 1, 1]), {"w": np.ones((1, 2, 1, 1), "f4")},
-     "not symmetric"),
+    (N("MaxPool", ["a"], ["o"], kernel_shape=[2, 2], dilations=[2, 2]), {}, "dilations"),
     (N("Reshape", ["a", "a"], ["o"]), {}, "must be a constant"),
-    (N("MatMul", ["a", "a"], ["o"]), {}, "rank 4 by rank 4"),
-    (N("Conv", ["a", "w"], ["o"], auto_pad="SAME_UPPER"), {"w": np.ones((1, 2, 1, 1), "f4")},
-     "auto_pad"),
+    (N("Pad", ["a", "p"], ["o"], mode="wrap"), {"p": np.array([0, 0, 1, 1, 0, 0, 1, 1])},
+     "mode 'wrap'"),
+    (N("Reshape", ["a", "s"], ["o"], allowzero=1), {"s": np.array([0, 18])}, "allowzero"),
 ])
 def test_attribute_errors_name_the_node(node, inits, match):
     with pytest.raises(OnnxImportError, match=match):

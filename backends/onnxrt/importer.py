@@ -2,10 +2,14 @@
 arg_params, aux_params)``.
 
 Initializers (and ``Constant`` nodes) feeding a node as a tensor become variables with their
-values in ``arg_params``; those read as attributes (shapes, axes, scalars) are folded in.
+values in ``arg_params``; those read as attributes (shapes, axes, scalars) are folded in, and
+a value computed from constants alone is evaluated with graphexec when an attribute needs it.
+graphexec binds static shapes, as MXNet does: ``Shape`` of a tensor of known shape is a
+constant, and importers that need a static shape say so (:class:`StaticShapeRequired`).
 BatchNormalization statistics become ``aux_params`` under the ``<node>_moving_mean`` /
 ``<node>_moving_var`` names graphexec creates. Graph inputs that are not initializers become
-data variables. ``IMPORTERS`` maps an ONNX op type to its function ``(ctx, node) -> outputs``.
+data variables. ``IMPORTERS`` maps an ONNX op type to its function ``(ctx, node) -> outputs``
+(the ``importer_*`` modules, one per op family).
 """
 from __future__ import annotations
 
@@ -17,10 +21,12 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
+from ...core.context import cpu
+from ...core.errors import GraphexecError
 from ...core.symbol import Group, Symbol, Variable, create_op_symbol
-from .errors import OnnxImportError
+from .errors import ConstantInputRequired, OnnxImportError, StaticShapeRequired
 
-__all__ = ["import_model", "IMPORTERS"]
+__all__ = ["import_model", "IMPORTERS", "ConstantInputRequired", "StaticShapeRequired"]
 
 IMPORTERS: dict[str, Callable] = {}
 
@@ -35,21 +41,26 @@ def importer(*op_types: str):
 
 
 class _Ctx:
-    """Value tables of one import: symbols, constants, params, ranks, node names."""
+    """Value tables of one import: symbols, constants, params, shapes, dtypes, node names."""
 
-    def __init__(self, model):
+    def __init__(self, model, constants: dict, input_shapes: dict):
         graph = model.graph
         self.opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")),
                           1)
         self.consts = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
+        self.consts.update((k, np.asarray(v)) for k, v in constants.items())
+        self.graph_inputs = {vi.name for vi in graph.input} - set(self.consts)
         self.values: dict[str, Symbol] = {}
         self.arg_params: dict[str, np.ndarray] = {}
         self.aux_params: dict[str, np.ndarray] = {}
         self.used: set = set()
         self._names: dict = {}
-        self.ranks = _ranks(model)
+        self.shapes, self.dtypes = _infer(model, constants, input_shapes)
         for vi in graph.input:
             if vi.name not in self.consts:
+                if vi.type.tensor_type.elem_type == onnx.TensorProto.STRING:
+                    raise OnnxImportError(f"import_model: graph input {vi.name!r} is a string "
+                                          "tensor; graphexec has no string tensors")
                 self.values[vi.name] = self.variable(vi.name)
 
     def variable(self, name: str) -> Symbol:
@@ -67,19 +78,81 @@ class _Ctx:
         return self.values[name]
 
     def const(self, node, index: int, what: str) -> np.ndarray | None:
-        """The constant value of input ``index`` (None when absent); error when computed."""
+        """The constant value of input ``index`` (None when absent). A value computed from
+        constants only (``Shape`` of a static tensor, arithmetic on initializers) is
+        evaluated with graphexec; one computed from graph inputs is an error."""
         if index >= len(node.input) or not node.input[index]:
             return None
         name = node.input[index]
         if name not in self.consts:
-            raise _node_error(node, f"its {what} input {name!r} must be a constant "
-                              "(an initializer or a Constant node)")
+            self.consts[name] = self._fold(node, name, what)
         return self.consts[name]
 
-    def rank(self, name: str) -> int | None:
+    def _fold(self, node, name: str, what: str) -> np.ndarray:
+        sym = self.values.get(name)
+        args = [] if sym is None else sym.list_arguments()
+        needed = sorted(a for a in args if a in self.graph_inputs)
+        if needed:
+            raise ConstantInputRequired(str(_node_error(
+                node, f"its {what} input {name!r} is computed from graph inputs {needed}; it "
+                "must be a constant (an initializer, a Constant node, or given in "
+                "import_model's constants)")), needed)
+        if sym is None or sym.list_auxiliary_states() or not set(args) <= set(self.arg_params):
+            raise _node_error(node, f"its {what} input {name!r} must be a constant "
+                              "(an initializer or a Constant node)")
+        exe = sym.bind(cpu(), {a: np.array(self.arg_params[a]) for a in args},
+                       grad_req="null")
+        return np.array(exe.forward(is_train=False)[0])
+
+    def shape(self, name: str) -> tuple | None:
+        """The shape of value ``name`` (ints, symbolic names or None where unknown; None when
+        not even the rank is known). Where ONNX shape inference leaves dims open, graphexec's
+        own inference of the imported symbol may close them."""
         if name in self.consts:
-            return self.consts[name].ndim
-        return self.ranks.get(name)
+            return self.consts[name].shape
+        inferred = self.shapes.get(name)
+        if inferred is not None and all(isinstance(d, int) for d in inferred):
+            return inferred
+        return self._graphexec_shape(name) or inferred
+
+    def _graphexec_shape(self, name: str) -> tuple | None:
+        sym = self.values.get(name)
+        if sym is None:
+            return None
+        given = {}
+        for arg in sym.list_arguments():
+            shape = self.arg_params[arg].shape if arg in self.arg_params else \
+                self.shapes.get(arg)
+            if shape is None or not all(isinstance(d, int) for d in shape):
+                return None
+            given[arg] = shape
+        try:
+            _, out_shapes, _ = sym.infer_shape(**given)
+        except GraphexecError:
+            return None
+        found = out_shapes[0] if out_shapes else None
+        if found is not None:
+            self.shapes[name] = tuple(found)
+        return found and tuple(found)
+
+    def static_shape(self, node, name: str, why: str) -> tuple:
+        """The fully known shape of value ``name``; an error naming the node when a dim is
+        unknown (``why`` says what needs it)."""
+        shape = self.shape(name)
+        if shape is None or not all(isinstance(d, int) for d in shape):
+            raise StaticShapeRequired(str(_node_error(
+                node, f"{why} needs the static shape of {name!r}, but shape inference gives "
+                f"{shape}; give the graph inputs fixed shapes (input_shapes)")))
+        return tuple(shape)
+
+    def rank(self, name: str) -> int | None:
+        shape = self.shape(name)
+        return None if shape is None else len(shape)
+
+    def dtype(self, name: str) -> np.dtype | None:
+        if name in self.consts:
+            return self.consts[name].dtype
+        return self.dtypes.get(name)
 
     def name(self, node) -> str:
         """A unique graphexec node name: the first output without ``_output``, else the
@@ -98,18 +171,54 @@ class _Ctx:
         return name
 
 
-def _ranks(model) -> dict:
+def _for_inference(model, constants: dict, input_shapes: dict):
+    """A copy of ``model`` whose graph inputs have the given shapes and whose constant graph
+    inputs are initializers, so that shape inference sees what the import will bind."""
+    if not constants and not input_shapes:
+        return model
+    copy = onnx.ModelProto()
+    copy.CopyFrom(model)
+    for vi in copy.graph.input:
+        if vi.name in input_shapes and vi.type.HasField("tensor_type"):
+            dims = vi.type.tensor_type.shape.dim
+            del dims[:]
+            for d in input_shapes[vi.name]:
+                dims.add().dim_value = int(d)
+    copy.graph.initializer.extend(numpy_helper.from_array(np.asarray(v), k)
+                                  for k, v in constants.items())
+    return copy
+
+
+def _infer(model, constants: dict, input_shapes: dict) -> tuple[dict, dict]:
+    """name -> shape (None for unknown dims) and name -> numpy dtype, from ONNX inference."""
+    model = _for_inference(model, constants, input_shapes)
     try:
-        inferred = onnx.shape_inference.infer_shapes(model)
-    except Exception:  # noqa: BLE001 - ranks are only a hint; importers say when they need one
-        inferred = model
-    g = inferred.graph
-    ranks = {}
+        model = onnx.shape_inference.infer_shapes(model, data_prop=True)
+    except Exception:  # noqa: BLE001 - shapes are only a hint; importers say when they need one
+        pass
+    g = model.graph
+    shapes, dtypes = {}, {}
     for vi in list(g.value_info) + list(g.input) + list(g.output):
         t = vi.type.tensor_type
         if t.HasField("shape"):
-            ranks[vi.name] = len(t.shape.dim)
-    return ranks
+            shapes[vi.name] = tuple(_dim(d) for d in t.shape.dim)
+        if t.elem_type:
+            dtypes[vi.name] = _np_dtype(t.elem_type)
+    return shapes, dtypes
+
+
+def _dim(d):
+    """A dim as an int, its symbolic name (equal names are equal sizes), or None."""
+    if d.HasField("dim_value"):
+        return d.dim_value
+    return d.dim_param or None
+
+
+def _np_dtype(elem_type: int):
+    try:
+        return np.dtype(helper.tensor_dtype_to_np_dtype(elem_type))
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 def _node_error(node, reason: str) -> OnnxImportError:
@@ -145,14 +254,21 @@ def _check_supported(graph) -> None:
                               + "\n  ".join(bad))
 
 
-def import_model(path_or_model) -> tuple:
+def import_model(path_or_model, constants: dict | None = None,
+                 input_shapes: dict | None = None) -> tuple:
     """Read an ONNX model (a ``ModelProto`` or a file path) as ``(sym, arg_params,
     aux_params)``: a graphexec Symbol whose outputs are the graph outputs, and name -> numpy
-    array dicts of its parameters. Raises :class:`OnnxImportError` listing every unsupported
-    node, or naming the node whose attributes have no graphexec equivalent."""
+    array dicts of its parameters.
+
+    ``constants`` (graph input name -> array) fixes the values of graph inputs, which are then
+    imported like initializers; ``input_shapes`` (graph input name -> shape) fixes dynamic
+    dimensions for the importers that need static shapes. Raises :class:`OnnxImportError`
+    listing every unsupported node, or naming the node whose attributes have no graphexec
+    equivalent (:class:`ConstantInputRequired` when a node reads a value computed from graph
+    inputs as an attribute)."""
     model = _load(path_or_model)
     _check_supported(model.graph)
-    ctx = _Ctx(model)
+    ctx = _Ctx(model, constants or {}, input_shapes or {})
     for node in model.graph.node:
         outs = IMPORTERS[node.op_type](ctx, node)
         for name, s in zip(node.output, outs):
@@ -160,7 +276,10 @@ def import_model(path_or_model) -> tuple:
                 ctx.values[name] = s
     heads = [ctx.sym(o.name) for o in model.graph.output]
     sym = heads[0] if len(heads) == 1 else Group(heads)
-    return sym, ctx.arg_params, ctx.aux_params
+    used = set(sym.list_arguments())  # parameters only read as attributes are left out
+    return sym, {k: v for k, v in ctx.arg_params.items() if k in used}, ctx.aux_params
 
 
-from . import importer_ops  # noqa: E402,F401  (op importers register on import)
+# the op importers register themselves on import
+from . import (importer_act, importer_conv, importer_loss, importer_nn,  # noqa: E402,F401
+               importer_ops, importer_reduce, importer_resize, importer_shape, importer_tensor)

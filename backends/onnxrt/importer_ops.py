@@ -1,18 +1,19 @@
-"""ONNX op importers: one ONNX node -> graphexec symbols (see :mod:`.importer`)."""
+"""ONNX elementwise importers: unary math, arithmetic, comparisons and logic, Where, Cast,
+Clip, Constant, Identity / Dropout (see :mod:`.importer`)."""
 from __future__ import annotations
 
 import numpy as np
-from onnx import helper, numpy_helper
+from onnx import TensorProto, helper, numpy_helper
 
-from ...core.symbol import create_op_symbol
 from .importer import _attrs, _node_error, importer, op
+from .importer_common import broadcast_inputs, same_shapes
 
 _UNARY = {"Exp": "exp", "Log": "log", "Sqrt": "sqrt", "Abs": "abs", "Neg": "negative",
           "Sin": "sin", "Cos": "cos", "Tan": "tan", "Floor": "floor", "Ceil": "ceil",
           "Reciprocal": "reciprocal", "Erf": "erf", "Sign": "sign", "Asin": "arcsin",
-          "Acos": "arccos", "Atan": "arctan", "Sinh": "sinh", "Cosh": "cosh"}
-_ACT = {"Relu": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "Softplus": "softrelu",
-        "Softsign": "softsign"}
+          "Acos": "arccos", "Atan": "arctan", "Sinh": "sinh", "Cosh": "cosh",
+          "Asinh": "arcsinh", "Acosh": "arccosh", "Atanh": "arctanh",
+          "Round": "rint", "Not": "logical_not"}  # rint rounds halves to even, as ONNX
 # ONNX op -> (broadcast op, scalar op with the scalar on the right, on the left)
 _BINARY = {"Add": ("broadcast_add", "_plus_scalar", "_plus_scalar"),
            "Sub": ("broadcast_sub", "_minus_scalar", "_rminus_scalar"),
@@ -22,8 +23,12 @@ _BINARY = {"Add": ("broadcast_add", "_plus_scalar", "_plus_scalar"),
            "Max": ("broadcast_maximum", "_maximum_scalar", "_maximum_scalar"),
            "Min": ("broadcast_minimum", "_minimum_scalar", "_minimum_scalar")}
 _COMPARE = {"Equal": "broadcast_equal", "Greater": "broadcast_greater",
-            "Less": "broadcast_lesser"}
-_SELU = (1.67326319217681884765625, 1.05070102214813232421875)
+            "Less": "broadcast_lesser", "GreaterOrEqual": "broadcast_greater_equal",
+            "LessOrEqual": "broadcast_lesser_equal"}
+_LOGIC = {"And": "broadcast_logical_and", "Or": "broadcast_logical_or",
+          "Xor": "broadcast_logical_xor"}
+_SATURATING = {TensorProto.FLOAT8E4M3FN, TensorProto.FLOAT8E4M3FNUZ, TensorProto.FLOAT8E5M2,
+               TensorProto.FLOAT8E5M2FNUZ}
 
 
 def _unary(mx: str):
@@ -36,24 +41,43 @@ for _t, _mx in _UNARY.items():
     importer(_t)(_unary(_mx))
 
 
-@importer(*_ACT)
-def _activation(ctx, node):
-    return [op(ctx, node, "Activation", [ctx.sym(node.input[0])], act_type=_ACT[node.op_type])]
-
-
-@importer("Identity", "Dropout")
+@importer("Identity")
 def _identity(ctx, node):
-    if node.op_type == "Dropout" and len(node.output) > 1 and node.output[1]:
-        raise _node_error(node, "the Dropout mask output is not imported (inference only)")
     return [ctx.sym(node.input[0])]
+
+
+@importer("Dropout")
+def _dropout(ctx, node):
+    """Inference Dropout is the identity with an all-true mask. Training mode is imported
+    only with ratio 0 (no element dropped): a random mask cannot match another runtime's."""
+    training = ctx.const(node, 2, "training_mode")
+    if training is not None and bool(training.reshape(-1)[0]):
+        ratio = ctx.const(node, 1, "ratio")
+        ratio = 0.5 if ratio is None else float(ratio.reshape(-1)[0])
+        if ratio != 0.0:
+            raise _node_error(node, f"training_mode=True with ratio {ratio} draws a random "
+                              "mask; only inference (or ratio 0) Dropout is imported")
+    x = ctx.sym(node.input[0])
+    if len(node.output) < 2 or not node.output[1]:
+        return [x]
+    ones = op(ctx, node, "ones_like", [x], suffix="mask_ones")
+    return [x, op(ctx, node, "Cast", [ones], dtype="bool", suffix="mask")]
+
+
+def _tensor_attr(node, attrs: dict) -> np.ndarray:
+    if "value" in attrs:
+        return numpy_helper.to_array(attrs["value"])
+    for key, dtype in (("value_float", "f4"), ("value_floats", "f4"), ("value_int", "i8"),
+                       ("value_ints", "i8")):
+        if key in attrs:
+            return np.array(attrs[key], dtype=dtype)
+    raise _node_error(node, f"only numeric values are imported, got attributes {sorted(attrs)}"
+                      " (graphexec has no string or sparse tensors)")
 
 
 @importer("Constant")
 def _constant(ctx, node):
-    attrs = _attrs(node)
-    if "value" not in attrs:
-        raise _node_error(node, f"only a tensor 'value' is imported, got {sorted(attrs)}")
-    ctx.consts[node.output[0]] = numpy_helper.to_array(attrs["value"])
+    ctx.consts[node.output[0]] = _tensor_attr(node, _attrs(node))
     return []
 
 
@@ -75,7 +99,7 @@ def _binary(ctx, node, a: str, b: str, suffix: str = ""):
     return op(ctx, node, bcast, [ctx.sym(a), ctx.sym(b)], suffix=suffix)
 
 
-@importer(*_BINARY)
+@importer("Add", "Sub", "Mul", "Div", "Max", "Min")
 def _arith(ctx, node):
     names = list(node.input)
     if len(names) == 1:
@@ -87,181 +111,170 @@ def _arith(ctx, node):
     return [_binary(ctx, node, acc, names[-1])]
 
 
+@importer("Pow")
+def _pow(ctx, node):
+    """The result has the base's dtype: an exponent of another dtype is cast to it, except
+    a float exponent of an integer base, computed in float and cast back."""
+    base, exp = node.input
+    tb, te = ctx.dtype(base), ctx.dtype(exp)
+    if tb is None or te is None or tb == te or base in ctx.consts or exp in ctx.consts:
+        return [_binary(ctx, node, base, exp)]
+    if tb.kind in "iu" and te.kind == "f":
+        fb = op(ctx, node, "Cast", [ctx.sym(base)], dtype=te.name, suffix="base")
+        res = op(ctx, node, "broadcast_power", [fb, ctx.sym(exp)], suffix="float")
+        return [op(ctx, node, "Cast", [res], dtype=tb.name)]
+    fe = op(ctx, node, "Cast", [ctx.sym(exp)], dtype=tb.name, suffix="exp")
+    return [op(ctx, node, "broadcast_power", [ctx.sym(base), fe])]
+
+
+@importer("Mod")
+def _mod(ctx, node):
+    """fmod=0 is graphexec's (Python-style) mod; fmod=1, C's fmod, is sign(a) * (|a| mod |b|)
+    (both operands non-negative, where the two agree). graphexec's x mod 0 is 0; ONNX's
+    float result is NaN, added as 0 / (1 - [b == 0])."""
+    a, b = (ctx.sym(n) for n in node.input)
+    if not _attrs(node).get("fmod", 0):
+        res = op(ctx, node, "broadcast_mod", [a, b], suffix="mod")
+    else:
+        rem = op(ctx, node, "broadcast_mod", [op(ctx, node, "abs", [a], suffix="abs_a"),
+                                              op(ctx, node, "abs", [b], suffix="abs_b")],
+                 suffix="rem")
+        res = op(ctx, node, "broadcast_mul", [op(ctx, node, "sign", [a], suffix="sign"), rem],
+                 suffix="mod")
+    dtype = ctx.dtype(node.input[0])
+    if dtype is None or dtype.kind != "f":
+        return [res]
+    zero = op(ctx, node, "_equal_scalar", [b], scalar=0.0, suffix="zero_divisor")
+    nan = op(ctx, node, "_rdiv_scalar", [op(ctx, node, "_rminus_scalar", [zero], scalar=1.0,
+                                            suffix="nonzero")], scalar=0.0, suffix="nan")
+    return [op(ctx, node, "broadcast_add", [res, nan])]
+
+
 @importer(*_COMPARE)
 def _compare(ctx, node):
     res = op(ctx, node, _COMPARE[node.op_type], [ctx.sym(n) for n in node.input], suffix="cmp")
     return [op(ctx, node, "Cast", [res], dtype="bool")]
 
 
-@importer("Sum")
+@importer(*_LOGIC)
+def _logic(ctx, node):
+    return [op(ctx, node, _LOGIC[node.op_type], [ctx.sym(n) for n in node.input])]
+
+
+@importer("Sum", "Mean")
 def _sum(ctx, node):
-    ins = [ctx.sym(n) for n in node.input]
-    return [ins[0] if len(ins) == 1 else op(ctx, node, "add_n", ins)]
+    names = list(node.input)
+    if len(names) == 1:
+        total = ctx.sym(names[0])
+    elif same_shapes(ctx, names):
+        total = op(ctx, node, "add_n", [ctx.sym(n) for n in names], suffix="sum")
+    else:
+        total = op(ctx, node, "broadcast_add", [ctx.sym(names[0]), ctx.sym(names[1])],
+                   suffix="sum1")
+        for k, n in enumerate(names[2:], 2):
+            total = op(ctx, node, "broadcast_add", [total, ctx.sym(n)], suffix=f"sum{k}")
+    if node.op_type == "Sum":
+        return [total]
+    return [op(ctx, node, "_div_scalar", [total], scalar=float(len(names)))]
 
 
 @importer("Where")
 def _where(ctx, node):
-    return [op(ctx, node, "where", [ctx.sym(n) for n in node.input])]
+    """graphexec's where needs equal shapes (or a row condition): inputs of other shapes are
+    broadcast first, which needs their static shapes."""
+    ins = broadcast_inputs(ctx, node, list(node.input), "Where with broadcasting")
+    return [op(ctx, node, "where", ins)]
+
+
+def _cast_dtype(node, to: int) -> np.dtype:
+    if to in (TensorProto.STRING, TensorProto.UNDEFINED):
+        raise _node_error(node, f"cast to {TensorProto.DataType.Name(to)}: graphexec has no "
+                          "string tensors")
+    if to == TensorProto.FLOAT8E8M0:
+        raise _node_error(node, "cast to FLOAT8E8M0 rounds by round_mode; graphexec's Cast "
+                          "rounds to nearest only")
+    return np.dtype(helper.tensor_dtype_to_np_dtype(to))
+
+
+def _cast_to(ctx, node, x, to: int):
+    """Cast ``x`` to ONNX type ``to``; a saturating float8 cast clips to the type's largest
+    finite value first (inf too), which is what saturation means."""
+    dtype = _cast_dtype(node, to)
+    if to in _SATURATING and _attrs(node).get("saturate", 1):
+        big = float(_finfo_max(dtype))
+        x = op(ctx, node, "clip", [x], a_min=-big, a_max=big, suffix="saturate")
+    return op(ctx, node, "Cast", [x], dtype=dtype.name)
+
+
+def _finfo_max(dtype: np.dtype):
+    import ml_dtypes  # float8 types come from ml_dtypes, which onnx depends on
+    return ml_dtypes.finfo(dtype).max
 
 
 @importer("Cast")
 def _cast(ctx, node):
-    dtype = np.dtype(helper.tensor_dtype_to_np_dtype(_attrs(node)["to"]))
-    return [op(ctx, node, "Cast", [ctx.sym(node.input[0])], dtype=dtype.name)]
+    return [_cast_to(ctx, node, ctx.sym(node.input[0]), _attrs(node)["to"])]
+
+
+@importer("CastLike")
+def _cast_like(ctx, node):
+    dtype = ctx.dtype(node.input[1])
+    if dtype is None:
+        raise _node_error(node, f"the dtype of target_type input {node.input[1]!r} is unknown")
+    to = helper.np_dtype_to_tensor_dtype(dtype)
+    return [_cast_to(ctx, node, ctx.sym(node.input[0]), to)]
 
 
 @importer("Clip")
 def _clip(ctx, node):
+    """Constant bounds become ``clip`` (or a one-sided maximum / minimum); computed ones
+    broadcast ``minimum(maximum(x, min), max)``, ONNX's result even when min > max."""
+    x = ctx.sym(node.input[0])
+    lo, hi = _bound(ctx, node, 1, "min"), _bound(ctx, node, 2, "max")
+    if isinstance(lo, float) and isinstance(hi, float):
+        return [op(ctx, node, "clip", [x], a_min=lo, a_max=hi)]
+    if lo is not None:
+        x = _one_side(ctx, node, x, lo, "maximum", "min" if hi is not None else "")
+    if hi is not None:
+        x = _one_side(ctx, node, x, hi, "minimum", "")
+    return [x]
+
+
+def _bound(ctx, node, index: int, key: str) -> float | str | None:
+    """A Clip bound: its float when constant (input or old-opset attribute), else the name of
+    the value computing it; None when absent."""
     attrs = _attrs(node)
-    lo, hi = ctx.const(node, 1, "min"), ctx.const(node, 2, "max")
-    lo = float(lo.reshape(-1)[0]) if lo is not None else attrs.get("min", -np.inf)
-    hi = float(hi.reshape(-1)[0]) if hi is not None else attrs.get("max", np.inf)
-    return [op(ctx, node, "clip", [ctx.sym(node.input[0])], a_min=lo, a_max=hi)]
-
-
-@importer("LeakyRelu", "Elu", "Selu")
-def _leaky(ctx, node):
-    attrs, x = _attrs(node), ctx.sym(node.input[0])
-    if node.op_type == "Selu":
-        got = (attrs.get("alpha", _SELU[0]), attrs.get("gamma", _SELU[1]))
-        if not np.allclose(got, _SELU):
-            raise _node_error(node, f"Selu alpha/gamma {got} differ from the fixed SELU "
-                              f"constants {_SELU}")
-        return [op(ctx, node, "LeakyReLU", [x], act_type="selu")]
-    if node.op_type == "Elu":
-        return [op(ctx, node, "LeakyReLU", [x], act_type="elu", slope=attrs.get("alpha", 1.0))]
-    return [op(ctx, node, "LeakyReLU", [x], act_type="leaky", slope=attrs.get("alpha", 0.01))]
-
-
-def _channel_slope(ctx, node) -> np.ndarray | None:
-    """A constant PRelu slope as MXNet's gamma ((C,) over axis 1, or one value), else None."""
-    slope, rank = ctx.consts.get(node.input[1]), ctx.rank(node.input[0])
-    if slope is None:
+    if key in attrs:
+        return float(attrs[key])
+    if index >= len(node.input) or not node.input[index]:
         return None
-    if slope.size == 1:
-        return slope.reshape(1)
-    big = [i + (rank or 0) - slope.ndim for i, d in enumerate(slope.shape) if d != 1]
-    return slope.reshape(-1) if rank is not None and rank > 1 and big == [1] else None
+    name = node.input[index]
+    return float(ctx.consts[name].reshape(-1)[0]) if name in ctx.consts else name
 
 
-@importer("PRelu")
-def _prelu(ctx, node):
-    x, gamma = ctx.sym(node.input[0]), _channel_slope(ctx, node)
-    if gamma is not None:
-        name = ctx.name(node)
-        ctx.arg_params[f"{name}_gamma"] = gamma
-        return [create_op_symbol("LeakyReLU", [x, ctx.variable(f"{name}_gamma")],
-                                 {"name": name, "act_type": "prelu"})]
-    slope = ctx.sym(node.input[1])
-    pos = op(ctx, node, "_maximum_scalar", [x], scalar=0.0, suffix="pos")
-    neg = op(ctx, node, "_minimum_scalar", [x], scalar=0.0, suffix="neg")
-    return [op(ctx, node, "broadcast_add",
-               [pos, op(ctx, node, "broadcast_mul", [neg, slope], suffix="scaled")])]
+def _one_side(ctx, node, x, bound: float | str, kind: str, suffix: str):
+    if isinstance(bound, float):
+        return op(ctx, node, f"_{kind}_scalar", [x], scalar=bound, suffix=suffix)
+    return op(ctx, node, f"broadcast_{kind}", [x, ctx.sym(bound)], suffix=suffix)
 
 
-def _window(node, nd: int, pool: bool) -> dict:
-    attrs = _attrs(node)
-    if attrs.get("auto_pad", b"NOTSET") not in (b"NOTSET", b"VALID"):
-        raise _node_error(node, f"auto_pad {attrs['auto_pad'].decode()} is not imported; "
-                          "give explicit pads")
-    pads = list(attrs.get("pads", [0] * 2 * nd))
-    if pads[:nd] != pads[nd:]:
-        raise _node_error(node, f"pads {pads} are not symmetric (begin {pads[:nd]} != end "
-                          f"{pads[nd:]}); graphexec pads both sides equally")
-    dil = list(attrs.get("dilations", [1] * nd))
-    if pool and dil != [1] * nd:
-        raise _node_error(node, f"pooling dilations {dil} are not imported")
-    out = {"stride": tuple(attrs.get("strides", [1] * nd)), "pad": tuple(pads[:nd])}
-    if not pool:
-        out["dilate"] = tuple(dil)
-    return out
+@importer("IsNaN")
+def _isnan(ctx, node):
+    x = ctx.sym(node.input[0])
+    return [op(ctx, node, "Cast", [op(ctx, node, "_not_equal", [x, x], suffix="ne")],
+               dtype="bool")]
 
 
-@importer("Conv")
-def _conv(ctx, node):
-    w = ctx.const(node, 1, "weight")
-    attrs = _attrs(node)
-    kernel = tuple(attrs.get("kernel_shape", w.shape[2:]))
-    ins = [ctx.sym(n) for n in node.input if n]
-    return [op(ctx, node, "Convolution", ins, kernel=kernel, num_filter=w.shape[0],
-               num_group=attrs.get("group", 1), no_bias=len(ins) < 3,
-               **_window(node, len(kernel), False))]
-
-
-@importer("MaxPool", "AveragePool")
-def _pool(ctx, node):
-    if len(node.output) > 1 and node.output[1]:
-        raise _node_error(node, "the MaxPool Indices output is not imported")
-    attrs = _attrs(node)
-    kernel = tuple(attrs["kernel_shape"])
-    extra = {}
-    if node.op_type == "AveragePool":
-        extra["count_include_pad"] = bool(attrs.get("count_include_pad", 0))
-    if attrs.get("storage_order", 0):
-        raise _node_error(node, "storage_order=1 (column-major indices) is not imported")
-    conv = "full" if attrs.get("ceil_mode", 0) else "valid"
-    kind = "max" if node.op_type == "MaxPool" else "avg"
-    return [op(ctx, node, "Pooling", [ctx.sym(node.input[0])], kernel=kernel, pool_type=kind,
-               pooling_convention=conv, **extra, **_window(node, len(kernel), True))]
-
-
-@importer("GlobalAveragePool", "GlobalMaxPool")
-def _global_pool(ctx, node):
-    kind = "max" if node.op_type == "GlobalMaxPool" else "avg"
-    return [op(ctx, node, "Pooling", [ctx.sym(node.input[0])], global_pool=True,
-               pool_type=kind)]
-
-
-@importer("BatchNormalization")
-def _batchnorm(ctx, node):
-    attrs = _attrs(node)
-    if attrs.get("training_mode", 0) or len([o for o in node.output if o]) > 1:
-        raise _node_error(node, "training-mode BatchNormalization is not imported")
-    mean, var = ctx.const(node, 3, "mean"), ctx.const(node, 4, "var")
-    ins = [ctx.sym(n) for n in node.input[:3]]
-    sym = op(ctx, node, "BatchNorm", ins, eps=attrs.get("epsilon", 1e-5), fix_gamma=False,
-             use_global_stats=True, momentum=attrs.get("momentum", 0.9))
-    for name, value in zip(sym.list_auxiliary_states(), (mean, var)):
-        ctx.used.add(name)
-        ctx.aux_params[name] = value
-    return [sym]
-
-
-@importer("Gemm")
-def _gemm(ctx, node):
-    attrs = _attrs(node)
-    alpha, beta = attrs.get("alpha", 1.0), attrs.get("beta", 1.0)
-    ta, tb = attrs.get("transA", 0), attrs.get("transB", 0)
-    has_c = len(node.input) > 2 and bool(node.input[2])
-    w = ctx.consts.get(node.input[1])
-    bias = ctx.consts.get(node.input[2]) if has_c else None
-    fc_bias = not has_c or (bias is not None and w is not None and bias.shape == w.shape[:1])
-    if (tb, ta, alpha, beta) == (1, 0, 1.0, 1.0) and w is not None and fc_bias:
-        ins = [ctx.sym(n) for n in node.input if n]
-        return [op(ctx, node, "FullyConnected", ins, num_hidden=w.shape[0],
-                   no_bias=not has_c)]
-    out = op(ctx, node, "dot", [ctx.sym(node.input[0]), ctx.sym(node.input[1])],
-             transpose_a=bool(ta), transpose_b=bool(tb), suffix="dot" if has_c else "")
-    if alpha != 1.0:
-        out = op(ctx, node, "_mul_scalar", [out], scalar=alpha, suffix="alpha")
-    if not has_c:
-        return [out]
-    c = ctx.sym(node.input[2])
-    if beta != 1.0:
-        c = op(ctx, node, "_mul_scalar", [c], scalar=beta, suffix="beta")
-    return [op(ctx, node, "broadcast_add", [out, c])]
-
-
-@importer("MatMul")
-def _matmul(ctx, node):
-    a, b = node.input
-    ra, rb = ctx.rank(a), ctx.rank(b)
-    if ra is not None and ra >= 2 and rb == 2:
-        return [op(ctx, node, "dot", [ctx.sym(a), ctx.sym(b)])]
-    if ra == rb == 3:
-        return [op(ctx, node, "batch_dot", [ctx.sym(a), ctx.sym(b)])]
-    raise _node_error(node, f"MatMul of rank {ra} by rank {rb} operands is not imported "
-                      "(N-D by 2-D, or 3-D by 3-D)")
-
-
-from . import importer_tensor  # noqa: E402,F401  (registers the tensor importers)
+@importer("IsInf")
+def _isinf(ctx, node):
+    attrs, x = _attrs(node), ctx.sym(node.input[0])
+    pos, neg = attrs.get("detect_positive", 1), attrs.get("detect_negative", 1)
+    if pos and neg:
+        hit = op(ctx, node, "_equal_scalar", [op(ctx, node, "abs", [x], suffix="abs")],
+                 scalar=float("inf"), suffix="eq")
+    elif pos or neg:
+        hit = op(ctx, node, "_equal_scalar", [x], scalar=float("inf") if pos else -float("inf"),
+                 suffix="eq")
+    else:
+        hit = op(ctx, node, "zeros_like", [x], suffix="none")
+    return [op(ctx, node, "Cast", [hit], dtype="bool")]
