@@ -354,3 +354,27 @@ def test_gpu_region_without_cuda_provider_runs_on_the_host_with_counted_copies(m
     run()
     np.testing.assert_array_equal(out.array, [0.0, 4.0, 0.0])
     assert region.state["host_copies"] == 4  # one input and one output, twice
+
+
+def test_a_region_failing_at_run_time_falls_back_and_thaws_its_parameters(monkeypatch):
+    class Binding:
+        def bind_input(self, *a):
+            pass
+
+        def bind_output(self, *a):
+            pass
+
+    class FailingSession:
+        def io_binding(self):
+            return Binding()
+
+        def run_with_iobinding(self, binding):
+            raise RuntimeError("device lost")
+    monkeypatch.setattr(ortsession, "_session", lambda *a: ("key", FailingSession()))
+    sym = convnet()
+    args, aux = params(sym)
+    exe = bind(sym, args, aux, backend="onnxrt")
+    with pytest.warns(RuntimeWarning, match="running it failed: RuntimeError: device lost"):
+        out = exe.forward()[0].copy()
+    np.testing.assert_allclose(out, native(sym, args, aux)[0], rtol=1e-4, atol=1e-6)
+    assert exe.arg_dict["c1_weight"].flags.writeable

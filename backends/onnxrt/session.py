@@ -182,7 +182,11 @@ class RegionSession:
                 src.get(out=stage)
             else:
                 np.copyto(stage, src)
-        self._session.run_with_iobinding(self._binding)
+        try:
+            self._session.run_with_iobinding(self._binding)
+        except Exception:
+            self.release()  # the native fallback that follows needs no frozen copy
+            raise
         for dst, stage in self._staged_out:
             if self.placement == "host":
                 dst.set(stage)
@@ -252,6 +256,12 @@ class RegionSession:
             frozen.freeze(arr, id(self), changed)
             if id(arr) not in self._frozen_ids:
                 self._frozen_ids.append(id(arr))
+
+    def release(self) -> None:
+        """Forget the session and thaw the parameters it froze."""
+        self.invalidate()
+        _thaw(self._frozen_ids, id(self))
+        self._frozen_ids.clear()
 
     def invalidate(self) -> None:
         """Forget the session (a baked parameter changed); the next run builds a new one."""
