@@ -254,6 +254,7 @@ def test_freeze_params_by_name_and_thawed_when_the_executor_goes():
     ({"opt_level": "max"}, "opt_level='max': expected one of"),
     ({"threads": -1}, "threads=-1: expected an integer >= 0"),
     ({"freeze_params": "yes"}, "freeze_params='yes'"),
+    ({"spinning": 1}, "spinning=1: expected True or False"),
     ({"providers": ["NoSuchExecutionProvider"]}, "not available in this onnxruntime build"),
     ({"providers": "CPUExecutionProvider"}, "expected a list"),
     ({"colour": "red"}, "unknown option"),

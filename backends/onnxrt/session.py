@@ -64,6 +64,9 @@ def check_options(opts: dict) -> None:
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise GraphexecError(f"onnxrt option {key}={value!r}: expected an integer >= 0 "
                                  f"(0: ONNX Runtime's default)")
+    if not isinstance(opts["spinning"], bool):
+        raise GraphexecError(f"onnxrt option spinning={opts['spinning']!r}: expected True or "
+                             f"False")
     freeze = opts["freeze_params"]
     if not isinstance(freeze, (bool, list, tuple, set, frozenset)):
         raise GraphexecError(f"onnxrt option freeze_params={freeze!r}: expected True, False or "
@@ -279,7 +282,8 @@ def _session(data: bytes, opts: dict, providers: list[str], region: RegionCall):
     """The cached session of a model, or a new one."""
     import onnxruntime as ort
     key = hashlib.sha1(data).hexdigest() + repr((providers, opts["threads"],
-                                                 opts["inter_op_threads"], opts["opt_level"]))
+                                                 opts["inter_op_threads"], opts["spinning"],
+                                                 opts["opt_level"]))
     hit = _SESSIONS.get(key)
     if hit is not None:
         _SESSIONS.move_to_end(key)
@@ -290,6 +294,9 @@ def _session(data: bytes, opts: dict, providers: list[str], region: RegionCall):
     so.inter_op_num_threads = opts["inter_op_threads"]
     so.graph_optimization_level = getattr(ort.GraphOptimizationLevel, _OPT_LEVELS[opts["opt_level"]])
     so.log_severity_level = 3
+    # spinning threads steal the cores other sessions (other regions) and processes need:
+    # measured 2-3x slower on a shared 2-core machine (benchmarks/README.md)
+    so.add_session_config_entry("session.intra_op.allow_spinning", "1" if opts["spinning"] else "0")
     try:
         session = ort.InferenceSession(data, so, providers=providers)
     except Exception as exc:  # noqa: BLE001 - ORT raises its own exception types

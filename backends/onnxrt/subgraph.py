@@ -5,7 +5,8 @@ float32) and runs each region as an ONNX Runtime session (see :mod:`.session`).
 Inference only, as MXNet's TensorRT property: a bind that requests gradients skips it.
 Options (``backend_options={"onnxrt": {...}}`` at bind, keywords of ``optimize_for`` and
 ``gx.partition``): ``min_size``, ``exclude_ops``, ``providers``, ``threads``,
-``inter_op_threads``, ``opt_level``, ``save_models``, ``freeze_params``, ``strict_device``
+``inter_op_threads``, ``spinning``, ``opt_level``, ``save_models``, ``freeze_params``,
+``strict_device``
 (see :data:`OPTIONS` and README.md).
 """
 from __future__ import annotations
@@ -21,6 +22,7 @@ OPTIONS = {
     "providers": None,          # None: CPU on cpu contexts, CUDA then CPU on gpu contexts
     "threads": 0,               # ORT intra-op threads (0: ORT's default, one per core)
     "inter_op_threads": 0,
+    "spinning": False,          # ORT's threads spin-wait between runs (ORT's default: True)
     "opt_level": "all",         # "disable" | "basic" | "extended" | "all"
     "save_models": None,        # a folder: every region model is written there
     "freeze_params": True,      # True | False | [names]: parameters baked as initializers
