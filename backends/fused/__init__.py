@@ -1,2 +1,44 @@
-"""fused backend: pointwise fusion with generated kernels. Not registered as a plugin yet: it is
-built in the fused issue (see README, "Status")."""
+"""fused backend: pointwise fusion with generated kernels (CPU, through numba; on a gpu
+context the backend is not activated: CuPy kernels are not written yet).
+
+``MXNET_SUBGRAPH_BACKEND=fused`` (or ``backend="fused"``) claims connected regions of
+elementwise nodes (unary math, binary and scalar arithmetic, broadcast ops with known shapes,
+comparisons, clip, where, Cast, Activation, LeakyReLU leaky/elu/selu/gelu) and runs each as
+one generated loop: one kernel per region structure, dtypes and broadcast pattern, compiled
+once and cached in memory and on disk (:mod:`.cache`). Training works: the gradient of a
+fused region is a backward region whose ``_backward_*`` chain runs as a generated kernel too.
+
+Inspecting the generated code: :func:`sources` gives the source of every fused region of an
+executor (after its first forward / backward, when the kernels are built);
+MXNET_SUBGRAPH_VERBOSE=2 logs each source (logger ``graphexec.fused``) as it is built::
+
+    from graphexec.backends.fused import sources
+    exe = y.simple_bind(gx.cpu(), backend="fused", x=(1000,))
+    exe.forward()
+    print(sources(exe)["fused_subgraph0"])
+
+numba is optional (``pip install 'graphexec[fused]'``): without it the backend claims
+nothing, says why in ``exe.partition_plan`` and warns once.
+"""
+from __future__ import annotations
+
+from graphexec.core.hookspecs import hookimpl
+
+__all__ = ["graphexec_register_subgraph_backends", "sources"]
+
+
+@hookimpl
+def graphexec_register_subgraph_backends(register) -> None:
+    """The ``fused`` subgraph backend."""
+    from .subgraph import make_backend
+    register("fused", make_backend)
+
+
+def sources(exe) -> dict[str, str]:
+    """Region node name -> generated kernel source, for the fused regions of executor ``exe``
+    whose kernels have been built (forward regions after the first forward, backward regions
+    after the first backward)."""
+    plan = exe._plan
+    nodes = plan.graph.indexed.nodes
+    return {nodes[nid].name: state["source"] for nid, state in sorted(plan._states.items())
+            if "source" in state and nodes[nid].attrs.get("__backend__") == "fused"}

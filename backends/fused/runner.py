@@ -1,0 +1,110 @@
+"""Running one fused region: generate (or reuse) its kernel, compile it for the region's
+arrays (numba; from its disk cache when an earlier process compiled the same kernel), and
+call it on views of the executor's own buffers.
+
+The region's ``state`` (``RegionCall.state``) receives ``source`` (the generated module),
+``kernel`` (its hash), ``parallel`` (whether the multi-threaded variant runs) and
+``compile_s`` (seconds spent compiling or loading it); MXNET_SUBGRAPH_VERBOSE=2 logs the
+source when the runner is created.
+"""
+from __future__ import annotations
+
+import logging
+import math
+import time
+from functools import partial
+from typing import Callable
+
+import numpy as np
+
+from graphexec.core.subgraph import RegionCall
+from graphexec.core.subgraph.select import verbosity
+
+from .cache import load_module
+from .codegen import Kernel, Operand, generate
+from .cost import runs_parallel
+
+__all__ = ["fused_runner"]
+
+log = logging.getLogger("graphexec.fused")
+
+
+def fused_runner(region: RegionCall) -> Callable[[], None]:
+    """The runner of one fused region (a zero-argument callable)."""
+    import numba
+    kernel = generate(region.symbol, region.input_names, [a.shape for a in region.inputs],
+                      [a.dtype for a in region.inputs])
+    t0 = time.perf_counter()
+    module = load_module(kernel.source)
+    parallel = runs_parallel(math.prod(kernel.domain), kernel.ns_per_element,
+                             numba.get_num_threads())
+    fn = module.kernel if parallel else module.kernel_serial
+    before: list[Callable[[], None]] = []
+    after: list[Callable[[], None]] = []
+    scratch = {op.index: np.empty(kernel.domain, op.dtype) for op in kernel.operands
+               if op.kind == "scratch"}
+    views = [_flat(scratch[op.index], op, kernel) if op.kind == "scratch" else
+             _operand_view(op, kernel, region, before, after) for op in kernel.operands]
+    sizes = [math.prod(kernel.domain[d] for d in g) for g in kernel.groups]
+    args = tuple(sizes + views)
+    fn.compile(tuple(numba.typeof(a) for a in args))
+    region.state.update(source=kernel.source, kernel=kernel.key, parallel=parallel,
+                        compile_s=time.perf_counter() - t0)
+    if verbosity() > 1:
+        log.info("fused region %s: kernel %s (%s, domain %s)\n%s", region.node_name, kernel.key,
+                 "parallel" if parallel else "serial", kernel.domain, kernel.source)
+    after += _finishers(kernel, region, scratch)
+    if not before and not after:
+        return partial(fn, *args)
+
+    def run() -> None:
+        for step in before:
+            step()
+        fn(*args)
+        for step in after:
+            step()
+    return run
+
+
+def _operand_view(op: Operand, kernel: Kernel, region: RegionCall, before: list,
+                  after: list) -> np.ndarray:
+    """The kernel argument of ``op``: a view of the region's array with the broadcast dims
+    dropped and the merged dims flattened. A non-contiguous array goes through a staging
+    copy (before the kernel for inputs, after it for outputs)."""
+    arr = region.inputs[op.index] if op.kind == "in" else region.outputs[op.index]
+    target = arr
+    if not arr.flags.c_contiguous:
+        arr = np.empty(arr.shape, arr.dtype)
+        staged = (lambda a=arr, t=target: np.copyto(a, t)) if op.kind == "in" else \
+            (lambda a=arr, t=target: np.copyto(t, a))
+        (before if op.kind == "in" else after).append(staged)
+    if arr.dtype == np.float16:
+        arr = arr.view(np.uint16)
+    return _flat(arr, op, kernel)
+
+
+def _flat(arr: np.ndarray, op: Operand, kernel: Kernel) -> np.ndarray:
+    domain = kernel.domain
+    a = arr.reshape(op.shape)
+    a = a[tuple(slice(None) if op.shape[d] == domain[d] != 1 else 0 for d in range(len(domain)))]
+    sizes = [math.prod(domain[d] for d in g) for g, m in zip(kernel.groups, op.mask) if m]
+    return a.reshape(sizes or (1,))
+
+
+def _finishers(kernel: Kernel, region: RegionCall, scratch: dict) -> list[Callable[[], None]]:
+    """Per region output that the kernel does not store: zero-fill it, or sum its scratch
+    buffer over the broadcast axes into it."""
+    steps = []
+    domain = kernel.domain
+    for j, (kind, *rest) in enumerate(kernel.outputs):
+        out = region.outputs[j]
+        if kind == "zero":
+            steps.append(lambda out=out: out.fill(0))
+        elif kind == "reduce":
+            target = rest[0]
+            lead = len(domain) - len(target)
+            axes = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(target)
+                                              if s == 1 and domain[lead + i] != 1)
+            steps.append(lambda out=out, buf=scratch[j], axes=axes: np.copyto(
+                out, buf.sum(axis=axes).reshape(out.shape), casting="unsafe"))
+    return steps
