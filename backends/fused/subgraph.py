@@ -21,7 +21,8 @@ import numpy as np
 
 from graphexec.core.context import Context
 from graphexec.core.errors import GraphexecError
-from graphexec.core.subgraph import RegionCall, SubgraphBackend, SubgraphProperty, SubgraphSelector
+from graphexec.core.subgraph import (ReasonSelector, RegionCall, SubgraphBackend, SubgraphProperty,
+                                     SubgraphSelector)
 from graphexec.core.subgraph.select import verbosity
 
 from .ops import FORWARD
@@ -50,25 +51,19 @@ def numba_problem() -> str | None:
     return _NUMBA[0]
 
 
-class FusedSelector(SubgraphSelector):
+class FusedSelector(ReasonSelector):
     """Claims supported elementwise nodes whose output has the region's shape."""
 
     def __init__(self, shapes, exclude: set[str], cost_model: bool, min_size: int = 2):
+        super().__init__()
         self._shapes = shapes
         self._exclude = {_canonical(name) for name in exclude}
         self._cost_model = cost_model
         self._min_size = min_size
-        self._why: dict[int, str | None] = {}
         self._out: dict[int, tuple] = {}
         self._domain: tuple | None = None
 
-    def why_not(self, node) -> str | None:
-        key = id(node)
-        if key not in self._why:
-            self._why[key] = self._reason(node)
-        return self._why[key]
-
-    def _reason(self, node) -> str | None:
+    def reason(self, node) -> str | None:
         problem = numba_problem()
         if problem:
             return problem

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from graphexec.core.subgraph import RegionCall, SubgraphBackend, SubgraphProperty, SubgraphSelector
+from graphexec.core.subgraph import (ReasonSelector, RegionCall, SubgraphBackend, SubgraphProperty,
+                                     SubgraphSelector)
 
 __all__ = ["OnnxrtSelector", "OnnxrtProperty", "make_backend", "OPTIONS"]
 
@@ -32,26 +33,19 @@ OPTIONS = {
 _FLOAT32 = np.dtype("float32")
 
 
-class OnnxrtSelector(SubgraphSelector):
+class OnnxrtSelector(ReasonSelector):
     """Claims a node when a converter exists, its ``supports(node, input_shapes)`` is True,
     the op is not excluded, and every input and output is float32 (ONNX Runtime's CPU kernels
     cover float32 for every converted op; other dtypes stay native)."""
 
     def __init__(self, exclude: set[str], shapes):
         from .converters import CONVERTERS
+        super().__init__()
         self._converters = CONVERTERS
         self._exclude = set(exclude)
         self._shapes = shapes
-        self._why: dict[int, str | None] = {}
 
-    def why_not(self, node) -> str | None:
-        """None when the node converts, else the reason (cached per node)."""
-        key = id(node)
-        if key not in self._why:
-            self._why[key] = self._reason(node)
-        return self._why[key]
-
-    def _reason(self, node) -> str | None:
+    def reason(self, node) -> str | None:
         name = node.op.name
         if name in self._exclude:
             return "excluded by the exclude_ops option"
@@ -68,15 +62,6 @@ class OnnxrtSelector(SubgraphSelector):
             if bad:
                 return f"dtype {', '.join(bad)} (onnxrt regions run float32 only)"
         return None
-
-    def select(self, node) -> bool:
-        return self.why_not(node) is None
-
-    def select_input(self, node, input_node) -> bool:
-        return self.why_not(input_node) is None
-
-    def select_output(self, node, output_node) -> bool:
-        return self.why_not(output_node) is None
 
 
 class OnnxrtProperty(SubgraphProperty):

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from ..graph import Node
     from ..symbol import Symbol
 
-__all__ = ["SubgraphSelector", "OpNameSelector", "SubgraphProperty", "SubgraphBackend",
+__all__ = ["SubgraphSelector", "ReasonSelector", "OpNameSelector", "SubgraphProperty", "SubgraphBackend",
            "RegionCall", "NodeShapes", "register_backend", "get_backend", "list_backends", "set_op_names",
            "get_op_names"]
 
@@ -49,6 +49,34 @@ class SubgraphSelector:
 
     def reset(self) -> None:
         """Forget the state of the previous region."""
+
+
+class ReasonSelector(SubgraphSelector):
+    """Claims a node when :meth:`reason` gives None; for the others the reason (computed once
+    per node) is what the partition plan records. Growing through producers and consumers
+    applies the same test."""
+
+    def __init__(self):
+        self._why: dict[int, str | None] = {}
+
+    def reason(self, node: "Node") -> str | None:
+        """None when ``node`` can be claimed, else why not, in a few words."""
+        raise NotImplementedError
+
+    def why_not(self, node: "Node") -> str | None:
+        key = id(node)
+        if key not in self._why:
+            self._why[key] = self.reason(node)
+        return self._why[key]
+
+    def select(self, node):
+        return self.why_not(node) is None
+
+    def select_input(self, node, input_node):
+        return self.why_not(input_node) is None
+
+    def select_output(self, node, output_node):
+        return self.why_not(output_node) is None
 
 
 class OpNameSelector(SubgraphSelector):
