@@ -167,7 +167,7 @@ def build_graph(sym: Symbol, ig: IndexedGraph, arg_arrays: list, aux_arrays: lis
     given = {id(ig.nodes[k]): a for k, a in zip(ig.arg_nodes, arg_arrays)}
     given.update((id(ig.nodes[k]), a) for k, a in zip(aux_ids, aux_arrays))
     grad_nodes = [ig.nodes[n] for n in ig.arg_nodes if reqs[ig.nodes[n].name] != "null"]
-    names = resolve_backends(backend)
+    names, backend_options = resolve_backends(backend, backend_options)
     plan = None
     if names:
         arrays = {node.name: a for node in ig.nodes if id(node) in given

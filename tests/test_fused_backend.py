@@ -221,8 +221,8 @@ def test_non_contiguous_input_is_read_through_a_staging_copy():
 FUSING_CASES = {"arith", "arith_broadcast", "dtypes", "multi_head"}
 
 
-def _replay(name: str, backward: bool, monkeypatch) -> Replay:
-    monkeypatch.setenv("MXNET_SUBGRAPH_BACKEND", "fused")
+def _replay(name: str, backward: bool, monkeypatch, spec: str = "fused") -> Replay:
+    monkeypatch.setenv("MXNET_SUBGRAPH_BACKEND", spec)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # no region may fall back to the native kernels
         return Replay(name, backward=backward, reshape=True)
@@ -251,10 +251,9 @@ def test_refcase_inference_steps_match_under_fused(name, monkeypatch):
 @pytest.mark.parametrize("name", case_names())
 def test_refcase_full_replay_matches_under_fused(name, monkeypatch):
     """Forward, backward, gradients, aux states, grad_req add accumulation; every supported
-    region claimed (no cost model), as MXNET_SUBGRAPH_BACKEND=fused cannot pass options."""
-    monkeypatch.setitem(subgraph.FusedProperty.default_attrs, "cost_model", False)
+    region claimed (no cost model)."""
     meta, expected = load_case(name)
-    rep = _replay(name, True, monkeypatch)
+    rep = _replay(name, True, monkeypatch, "fused:cost_model=false")
     regions = [r for e in rep.execs.values() for r in e.partition_plan.regions]
     assert bool(regions) == (name in FUSING_CASES), f"{name}: {len(regions)} region(s)"
     checked = _compare(name, rep, expected, meta)

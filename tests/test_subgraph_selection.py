@@ -402,3 +402,38 @@ def test_loaded_region_of_an_unregistered_backend_falls_back(backends):
         exe, outs = _forward(loaded, backend="NONE")
     _assert_reference(outs)
 
+
+
+# -- options in the backend text -----------------------------------------------------------------
+def test_backend_text_carries_options():
+    from graphexec.core.subgraph.select import parse_backend_spec
+    names, opts = parse_backend_spec("onnxrt:threads=2,spinning=true,exclude_ops=relu|exp, "
+                                     "default:min_size=2.5,save_models=none,NONE")
+    assert names == ["onnxrt", "default"]
+    assert opts == {"onnxrt": {"threads": 2, "spinning": True, "exclude_ops": ["relu", "exp"]},
+                    "default": {"min_size": 2.5, "save_models": None}}
+    assert parse_backend_spec("a,b") == (["a", "b"], {})
+
+
+@pytest.mark.parametrize("text, match", [
+    ("threads=2", "comes before any backend name"),
+    ("default:=3", "expected key=value"),
+])
+def test_bad_backend_text_is_named(text, match):
+    from graphexec.core.subgraph.select import parse_backend_spec
+    with pytest.raises(gx.GraphexecError, match=match):
+        parse_backend_spec(text)
+
+
+def test_options_through_the_environment_and_their_precedence(monkeypatch):
+    x = S.Variable("x")
+    y = S.sin(S.exp(x))
+    monkeypatch.setenv("MXNET_SUBGRAPH_BACKEND", "default:op_names=exp|sin,exclude_ops=sin")
+    exe = y.simple_bind(gx.cpu(), x=(2,))
+    plan = exe.partition_plan
+    assert plan.nodes[y.name].region is None and plan.nodes[y.get_children().name].region == 0
+    exe = y.simple_bind(gx.cpu(), x=(2,), backend_options={"default": {"exclude_ops": []}})
+    assert exe.partition_plan.nodes[y.name].region == 0  # the argument's options win
+    monkeypatch.setenv("MXNET_SUBGRAPH_BACKEND", "default:colour=red")
+    with pytest.raises(gx.GraphexecError, match=r"unknown option\(s\) \['colour'\]"):
+        y.simple_bind(gx.cpu(), x=(2,))

@@ -184,6 +184,9 @@ class SubgraphProperty:
         if unknown:
             raise GraphexecError(f"subgraph property {self.name!r}: unknown option(s) {unknown}; "
                                  f"options are {sorted(self.attrs)}")
+        for key in ("op_names", "exclude_ops"):  # one name given alone (``exclude_ops=relu``)
+            if isinstance(options.get(key), str):
+                options[key] = {options[key]}
         self.attrs.update(options)
 
     @property

@@ -18,11 +18,6 @@ class PartitionError(GraphexecError, ValueError):
     """A partitioned symbol is not a valid partition of the original."""
 
 
-def _split_options(names: list[str], options: dict) -> dict[str, dict]:
-    """Options apply to every named backend (each takes the ones it knows)."""
-    return {n: dict(options) for n in names}
-
-
 def optimize_for(sym: Symbol, backend: str, args: Any = None, aux: Any = None,
                  ctx: Context | None = None, options: dict | None = None) -> Symbol:
     """MXNet's ``sym.optimize_for(backend, args, aux, ctx, **options)``; the arrays of
@@ -54,8 +49,9 @@ def partition(sym: Symbol, backend: str, ctx: Context | None = None, need_grad: 
     >>> plan = gx.partition(net, "default", op_names={"exp", "sin"})
     >>> print(plan.table())
     """
-    names = resolve_backends(backend)
-    opts = _split_options(names, options)
+    names, opts = resolve_backends(backend)
+    for name in names:  # keyword options go to every named backend (each takes its own)
+        opts.setdefault(name, {}).update(options)
     shapes = dict(input_shapes or {})
     dtypes = {k: "float32" for k in shapes}
     dtypes.update(input_dtypes or {})

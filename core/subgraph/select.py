@@ -18,7 +18,8 @@ from .api import NodeShapes, SubgraphBackend, get_backend, get_op_names
 from .partition import _grow_regions, partition_symbol
 from .plan import PartitionPlan
 
-__all__ = ["resolve_backends", "apply_backends", "verbosity", "node_shapes"]
+__all__ = ["resolve_backends", "parse_backend_spec", "apply_backends", "verbosity",
+           "node_shapes"]
 
 log = logging.getLogger("graphexec.subgraph")
 
@@ -30,18 +31,69 @@ def verbosity() -> int:
         return 1
 
 
-def resolve_backends(backend: str | Sequence[str] | None) -> list[str]:
-    """Backend names from the argument, else the environment, else plugins.toml."""
+def resolve_backends(backend: str | Sequence[str] | None,
+                     options: dict[str, dict] | None = None) -> tuple[list[str], dict[str, dict]]:
+    """Backend names and options from the argument, else the environment, else plugins.toml.
+
+    A text names backends separated by commas, each optionally followed by ``:key=value``
+    options, further options after commas (``onnxrt:threads=2,spinning=true,fused``);
+    values are ints, floats, ``true``/``false``, ``none``, lists joined by ``|``, or strings.
+    ``options`` (per backend, e.g. ``backend_options``) override those of the text."""
     if backend is None:
         backend = os.environ.get("MXNET_SUBGRAPH_BACKEND")
     if backend is None:
         from ..plugins import plugin_config
         backend = plugin_config().get("subgraph", {}).get("default_backend", "NONE")
-    names = [b.strip() for b in backend.split(",")] if isinstance(backend, str) else list(backend)
-    names = [n for n in names if n and n.upper() != "NONE"]
+    if isinstance(backend, str):
+        names, parsed = parse_backend_spec(backend)
+    else:
+        names, parsed = [b for b in backend if b and b.upper() != "NONE"], {}
     for n in names:
         get_backend(n)  # fails fast, listing the registered backends
-    return names
+    for n, opts in (options or {}).items():
+        parsed.setdefault(n, {}).update(opts)
+    return names, parsed
+
+
+def parse_backend_spec(text: str) -> tuple[list[str], dict[str, dict]]:
+    """``"a:k=v,k2=v2,b"`` -> (["a", "b"], {"a": {"k": v, "k2": v2}}); ``NONE`` is dropped."""
+    names: list[str] = []
+    options: dict[str, dict] = {}
+    for item in (x.strip() for x in text.split(",")):
+        if not item:
+            continue
+        if ":" in item:
+            name, item = (x.strip() for x in item.split(":", 1))
+            names.append(name)
+        elif "=" not in item:
+            names.append(item)
+            continue
+        if not names:
+            raise GraphexecError(f"backend specification {text!r}: option {item!r} comes "
+                                 f"before any backend name")
+        key, sep, value = (x.strip() for x in item.partition("="))
+        if not sep or not key:
+            raise GraphexecError(f"backend specification {text!r}: expected key=value after "
+                                 f"'{names[-1]}:', got {item!r}")
+        options.setdefault(names[-1], {})[key] = _option_value(value)
+    kept = [n for n in names if n.upper() != "NONE"]
+    return kept, {n: o for n, o in options.items() if n in kept}
+
+
+def _option_value(text: str) -> Any:
+    if "|" in text:
+        return [_option_value(t) for t in text.split("|") if t]
+    low = text.lower()
+    if low in ("true", "false"):
+        return low == "true"
+    if low == "none":
+        return None
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
 
 
 def _backend_active(backend: SubgraphBackend, ctx: Any, verbose: int) -> bool:
