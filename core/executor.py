@@ -264,6 +264,15 @@ class Executor:
         return plan
 
     @property
+    def region_states(self) -> dict[str, dict]:
+        """Region node name -> the state its backend's runner keeps (``fallbacks``,
+        ``host_copies``, the fused backend's generated ``source``, ...), for the region nodes
+        of this executor whose runner has been built."""
+        nodes = self._plan.graph.indexed.nodes
+        return {nodes[nid].name: state for nid, state in sorted(self._plan._states.items())
+                if nodes[nid].op is not None and "subgraph" in nodes[nid].op.traits}
+
+    @property
     def memory_plan(self) -> dict[str, int]:
         """Bytes the memory planner allocated (``planned_bytes``), what one buffer per entry
         would take (``unplanned_bytes``) and, when backward mirroring recomputes forward

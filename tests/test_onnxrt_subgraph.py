@@ -296,6 +296,7 @@ def test_a_region_onnx_runtime_rejects_runs_natively_with_a_warning(monkeypatch)
         out = exe.forward()[0].copy()
     np.testing.assert_allclose(out, native(sym, args, aux)[0], rtol=1e-4, atol=1e-6)
     assert exe.partition_plan.fallbacks == 1
+    assert exe.region_states["onnxrt_subgraph0"]["fallbacks"] == 1
     exe.forward()  # the fallback stays, without a second warning
 
 

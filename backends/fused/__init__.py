@@ -38,7 +38,5 @@ def sources(exe) -> dict[str, str]:
     """Region node name -> generated kernel source, for the fused regions of executor ``exe``
     whose kernels have been built (forward regions after the first forward, backward regions
     after the first backward)."""
-    plan = exe._plan
-    nodes = plan.graph.indexed.nodes
-    return {nodes[nid].name: state["source"] for nid, state in sorted(plan._states.items())
-            if "source" in state and nodes[nid].attrs.get("__backend__") == "fused"}
+    return {name: state["source"] for name, state in exe.region_states.items()
+            if "source" in state}
