@@ -113,9 +113,11 @@ class FusedSelector(ReasonSelector):
                     key=lambda d: d.itemsize)
         ok, words = profitable(candidates, self._domain, dtype, _cost_class,
                                numba.get_num_threads())
-        if not ok and verbosity() > 1:
-            log.info("fused: region of %d nodes from %s not claimed: %s", len(candidates),
-                     candidates[0].name, words)
+        if not ok:
+            self.filter_reason = f"cost model: {words}"
+            if verbosity() > 1:
+                log.info("fused: region of %d nodes from %s not claimed: %s", len(candidates),
+                         candidates[0].name, words)
         return candidates if ok else []
 
     def reset(self) -> None:

@@ -43,6 +43,10 @@ class SubgraphSelector:
         """Whether the consumer ``output_node`` of a member ``node`` joins the region."""
         return False
 
+    #: set by :meth:`filter` to say why it dropped candidates (recorded in the plan instead of
+    #: the generic "rejected by the selector's filter"); cleared before every filter call
+    filter_reason: str | None = None
+
     def filter(self, candidates: list["Node"]) -> list["Node"]:
         """The candidates to keep (default: all)."""
         return candidates

@@ -63,9 +63,10 @@ def _grow_regions(ig: IndexedGraph, prop: SubgraphProperty, plan: PartitionPlan)
             plan.decide(node.name, node.op.name, selector.why_not(node) or "unsupported")
             continue
         members = _grow(ig, nid, selector, taken, consumers)
+        selector.filter_reason = None
         kept_nodes = selector.filter([ig.nodes[n] for n in members])
         kept = {ig.node_id[id(n)] for n in kept_nodes} & set(members)
-        _reject(ig, plan, set(members) - kept, "filter", taken)
+        _reject(ig, plan, set(members) - kept, selector.filter_reason or "filter", taken)
         kept, removed = _convexify(ig, kept, consumers)
         _reject(ig, plan, removed, "cycle", taken)
         if len(kept) < max(int(prop.attrs.get("min_size", 1)), 1):
