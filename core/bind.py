@@ -170,8 +170,7 @@ def build_graph(sym: Symbol, ig: IndexedGraph, arg_arrays: list, aux_arrays: lis
     names, backend_options = resolve_backends(backend, backend_options)
     plan = None
     if names:
-        arrays = {node.name: a for node in ig.nodes if id(node) in given
-                  for a in (given[id(node)],)}
+        arrays = {n.name: given[id(n)] for n in ig.nodes if id(n) in given}
         part, plan = apply_backends(sym, names, ctx or Context("cpu"), bool(grad_nodes),
                                     backend_options,
                                     {k: tuple(a.shape) for k, a in arrays.items()},

@@ -258,7 +258,7 @@ class Executor:
         not run where the executor does."""
         plan = self._plan.graph.attrs.get("partition_plan")
         if plan is not None:
-            states = self._plan._states.values()
+            states = self.region_states.values()
             plan.fallbacks = sum(s.get("fallbacks", 0) for s in states)
             plan.host_copies = sum(s.get("host_copies", 0) for s in states)
         return plan

@@ -380,3 +380,14 @@ def test_a_region_failing_at_run_time_falls_back_and_thaws_its_parameters(monkey
         out = exe.forward()[0].copy()
     np.testing.assert_allclose(out, native(sym, args, aux)[0], rtol=1e-4, atol=1e-6)
     assert exe.arg_dict["c1_weight"].flags.writeable
+
+
+def test_non_contiguous_arrays_go_through_staging_copies():
+    base = np.arange(24, dtype="f4").reshape(4, 6) - 12
+    view = base[:, ::2]  # not contiguous: bound through a staging buffer
+    x = S.Variable("x")
+    exe = (S.relu(x) * 2.0).bind(gx.cpu(), {"x": view}, grad_req="null", backend="onnxrt")
+    assert exe.partition_plan.regions
+    np.testing.assert_array_equal(exe.forward()[0], np.maximum(view, 0) * 2)
+    base[...] = -base  # the staging copy is refreshed at every run
+    np.testing.assert_array_equal(exe.forward()[0], np.maximum(view, 0) * 2)

@@ -24,6 +24,7 @@ import os
 import warnings
 import weakref
 from collections import OrderedDict
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -157,8 +158,8 @@ def param_inputs(region: RegionCall, freeze: Any) -> list[int]:
         for k, e in enumerate(node.inputs):
             if e.node.op is None:
                 slots.setdefault(e.node.name, set()).add(names[k] if k < len(names) else "")
-    return [k for k, n in enumerate(region.input_names)
-            if region.input_is_var[k] and (n in aux or slots.get(n, {""}) <= PARAM_SLOTS)]
+    return [k for k, n in enumerate(region.input_names)  # (an input no node reads is fed)
+            if region.input_is_var[k] and (n in aux or (n in slots and slots[n] <= PARAM_SLOTS))]
 
 
 class RegionSession:
@@ -172,33 +173,27 @@ class RegionSession:
         self.frozen = param_inputs(region, opts["freeze_params"]) if host else []
         self._key: str | None = None
         self._session = self._binding = None
-        self._staged_in: list[tuple[Any, np.ndarray]] = []
-        self._staged_out: list[tuple[Any, np.ndarray]] = []
+        self._before: list = []   # staging copies into the bound buffers, before a run
+        self._after: list = []    # and out of them, after it
         self._frozen_ids: list[int] = []
         weakref.finalize(self, _thaw, self._frozen_ids, id(self))
 
     def __call__(self) -> None:
         if self._binding is None:
             self._build()
-        for src, stage in self._staged_in:
-            if self.placement == "host":
-                src.get(out=stage)
-            else:
-                np.copyto(stage, src)
+        for copy in self._before:
+            copy()
         try:
             self._session.run_with_iobinding(self._binding)
         except Exception:
             self.release()  # the native fallback that follows needs no frozen copy
             raise
-        for dst, stage in self._staged_out:
-            if self.placement == "host":
-                dst.set(stage)
-            else:
-                np.copyto(dst, stage)
+        for copy in self._after:
+            copy()
         if self.placement == "host":
-            counts = self.region.state
-            counts["host_copies"] = counts.get("host_copies", 0) + len(self._staged_in) + \
-                len(self._staged_out)
+            state = self.region.state
+            state["host_copies"] = state.get("host_copies", 0) + len(self._before) + \
+                len(self._after)
 
     # -- building ----------------------------------------------------------------------------
     def _build(self) -> None:
@@ -228,22 +223,29 @@ class RegionSession:
 
     def _bind(self, fed: list[int], out_names: list[str]) -> None:
         r, binding = self.region, self._session.io_binding()
-        self._staged_in, self._staged_out = [], []
+        self._before, self._after = [], []
         for k in fed:
-            binding.bind_input(r.input_names[k], *self._buffer(r.inputs[k], self._staged_in))
+            binding.bind_input(r.input_names[k], *self._buffer(r.inputs[k], True))
         for name, arr in zip(out_names, r.outputs):
-            binding.bind_output(name, *self._buffer(arr, self._staged_out))
+            binding.bind_output(name, *self._buffer(arr, False))
         self._binding = binding
 
-    def _buffer(self, arr: Any, staged: list) -> tuple:
+    def _buffer(self, arr: Any, is_input: bool) -> tuple:
         """(device_type, device_id, element_type, shape, pointer) of ``arr`` itself or, when
-        it cannot be bound in place, of a staging array recorded in ``staged``."""
+        it cannot be bound in place, of a staging array (its copy recorded in ``_before`` for
+        an input, ``_after`` for an output)."""
         shape = list(arr.shape)
         if self.placement == "cuda":
             return "cuda", self.region.ctx.device_id, arr.dtype.type, shape, arr.data.ptr
         if self.placement == "host" or not arr.flags.c_contiguous:
             stage = np.empty(arr.shape, arr.dtype)
-            staged.append((arr, stage))
+            host = self.placement == "host"
+            if is_input:
+                self._before.append(partial(arr.get, out=stage) if host else
+                                    partial(np.copyto, stage, arr))
+            else:
+                self._after.append(partial(arr.set, stage) if host else
+                                   partial(np.copyto, arr, stage))
             arr = stage
         return "cpu", 0, arr.dtype.type, shape, arr.ctypes.data
 

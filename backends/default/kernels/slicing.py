@@ -5,6 +5,7 @@ from (zeros elsewhere) or, where the forward op copied an element several times 
 borders, UpSampling's blocks), sums the copies."""
 from __future__ import annotations
 
+import itertools
 from functools import partial
 
 from graphexec.core.ops.slicing import slice_axis_bounds, slice_bounds, slice_like_axes
@@ -18,16 +19,27 @@ def _along(ndim: int, axis: int, index) -> tuple:
     return (slice(None),) * axis + (index,) + (slice(None),) * (ndim - axis - 1)
 
 
+def _concat_slabs(whole, axis: int, parts: list) -> list:
+    """Views of ``whole`` along ``axis``, one per array of ``parts``, sized like it (the
+    pieces Concat joins)."""
+    ax = axis % whole.ndim
+    edges = list(itertools.accumulate((a.shape[ax] for a in parts), initial=0))
+    return [whole[_along(whole.ndim, ax, slice(b, e))] for b, e in zip(edges, edges[1:])]
+
+
+def _split_slabs(whole, p) -> list:
+    """Views of ``whole`` along SliceChannel's axis, one per output (``squeeze_axis``: the
+    axis indexed away)."""
+    ax = p.axis % whole.ndim
+    k = whole.shape[ax] // p.num_outputs
+    return [whole[_along(whole.ndim, ax, i if p.squeeze_axis else slice(i * k, (i + 1) * k))]
+            for i in range(p.num_outputs)]
+
+
 @kernel("Concat")
 def concat(call):
-    out = call.outputs[0]
-    ax = call.params.dim % out.ndim
-    pairs, start = [], 0
-    for x in call.inputs:
-        stop = start + x.shape[ax]
-        pairs.append((out[_along(out.ndim, ax, slice(start, stop))], x))
-        start = stop
-    return copy_plan(call.xp, pairs)
+    slabs = _concat_slabs(call.outputs[0], call.params.dim, call.inputs)
+    return copy_plan(call.xp, list(zip(slabs, call.inputs)))
 
 
 @kernel("stack")
@@ -40,12 +52,8 @@ def stack(call):
 
 @kernel("SliceChannel")
 def split(call):
-    x, p = call.inputs[0], call.params
-    ax = p.axis % x.ndim
-    k = x.shape[ax] // p.num_outputs
-    parts = [i if p.squeeze_axis else slice(i * k, (i + 1) * k) for i in range(p.num_outputs)]
-    return copy_plan(call.xp, [(o, x[_along(x.ndim, ax, part)])
-                               for o, part in zip(call.outputs, parts)])
+    slabs = _split_slabs(call.inputs[0], call.params)
+    return copy_plan(call.xp, list(zip(call.outputs, slabs)))
 
 
 @kernel("slice")
@@ -97,14 +105,8 @@ def _skip_null(call, pairs):
 
 @kernel("_backward_Concat")
 def concat_backward(call):
-    og = call.inputs[0]
-    ax = call.params.dim % og.ndim
-    pairs, start = [], 0
-    for dx in call.outputs:
-        stop = start + dx.shape[ax]
-        pairs.append((dx, og[_along(og.ndim, ax, slice(start, stop))]))
-        start = stop
-    return copy_plan(call.xp, _skip_null(call, pairs))
+    slabs = _concat_slabs(call.inputs[0], call.params.dim, call.outputs)
+    return copy_plan(call.xp, _skip_null(call, list(zip(call.outputs, slabs))))
 
 
 @kernel("_backward_stack")
@@ -117,12 +119,8 @@ def stack_backward(call):
 
 @kernel("_backward_SliceChannel")
 def split_backward(call):
-    dx, p = call.outputs[0], call.params
-    ax = p.axis % dx.ndim
-    k = dx.shape[ax] // p.num_outputs
-    parts = [i if p.squeeze_axis else slice(i * k, (i + 1) * k) for i in range(p.num_outputs)]
-    return copy_plan(call.xp, [(dx[_along(dx.ndim, ax, part)], og)
-                               for og, part in zip(call.inputs, parts)])
+    slabs = _split_slabs(call.outputs[0], call.params)
+    return copy_plan(call.xp, list(zip(slabs, call.inputs)))
 
 
 def _scatter_into_zeros(xp, dx, index, og):

@@ -55,13 +55,19 @@ def swap_axis(call):
     return copy_plan(call.xp, [(call.outputs[0], call.xp.swapaxes(x, a, b))])
 
 
+def _tile_layout(p, shape: tuple) -> tuple[int, tuple, tuple]:
+    """For tile of an input of ``shape``: the leading dims added, the input's dims padded
+    to the output's rank, and the output's shape seen as (r0, d0, r1, d1, ...)."""
+    reps, lead = tile_reps(p, len(shape))
+    dims = (1,) * lead + tuple(shape)
+    return lead, dims, tuple(v for r, d in zip(reps, dims) for v in (r, d))
+
+
 @kernel("tile")
 def tile(call):
     """out seen as (r0, d0, r1, d1, ...) receives x broadcast along every r axis."""
     x, out = call.inputs[0], call.outputs[0]
-    reps, lead = tile_reps(call.params, x.ndim)
-    dims = (1,) * lead + x.shape
-    paired = tuple(v for r, d in zip(reps, dims) for v in (r, d))
+    lead, dims, paired = _tile_layout(call.params, x.shape)
     src = x[(None,) * lead][tuple(k for _ in dims for k in (None, slice(None)))]
     return copy_plan(call.xp, [(out_view(out, paired), src)])
 
@@ -97,9 +103,7 @@ def broadcast(call):
 def tile_backward(call):
     """The output gradient seen as (r0, d0, r1, d1, ...), summed over every r axis."""
     og, dx = call.inputs[0], call.outputs[0]
-    reps, lead = tile_reps(call.params, dx.ndim)
-    dims = (1,) * lead + dx.shape
-    paired = tuple(v for r, d in zip(reps, dims) for v in (r, d))
+    _, dims, paired = _tile_layout(call.params, dx.shape)
     return partial(call.xp.sum, og.reshape(paired), axis=tuple(range(0, len(paired), 2)),
                    out=out_view(dx, dims))
 
