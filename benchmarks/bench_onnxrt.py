@@ -7,14 +7,13 @@ Run: python benchmarks/bench_onnxrt.py [--threads 2] [--batches 1,16]
      [--mxnet /path/to/mxnet-venv/bin/python]
 MXNet 1.9.1 (oneDNN, OMP_NUM_THREADS=2) on this machine class: 44.5 ms at batch 1,
 683 ms at batch 16 (issue 6). With --mxnet, MXNet is timed right before and right after
-graphexec (benchmarks/mxnet_resnet.py in that interpreter: another process, so the ratio is
+graphexec (benchmarks/mxnet_oracle.py in that interpreter: another process, so the ratio is
 only as good as the machine is steady).
 """
 from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 
 import numpy as np
@@ -22,7 +21,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(__file__))
 import graphexec as gx  # noqa: E402
 from bench_memory import resnet18  # noqa: E402
-from common import interleaved_medians  # noqa: E402
+from common import interleaved_medians, mxnet_ms  # noqa: E402
 
 MXNET_MS = {1: 44.5, 16: 683.0}
 
@@ -97,13 +96,6 @@ def spinning(threads: int, repeat: int) -> dict:
     return {"spin_ms": out["1"], "nospin_ms": out["0"]}
 
 
-def mxnet_ms(python: str, batch: int, repeat: int, threads: int) -> float:
-    script = os.path.join(os.path.dirname(__file__), "mxnet_resnet.py")
-    out = subprocess.run([python, script, str(batch), str(repeat)], capture_output=True,
-                         text=True, check=True, env={**os.environ, "OMP_NUM_THREADS": str(threads)})
-    return float(out.stdout.split()[0])
-
-
 def boundary(threads: int, repeat: int) -> dict:
     """The cost of one region boundary: a graph of one tiny op (relu of 64 floats) run as
     one onnxrt region (IOBinding round trip into ONNX Runtime and back) against the same op
@@ -128,14 +120,15 @@ def main() -> None:
     opts = ap.parse_args()
     for batch in (int(b) for b in opts.batches.split(",")):
         repeat = opts.repeat if batch == 1 else max(opts.repeat // 3, 3)
-        before = mxnet_ms(opts.mxnet, batch, repeat, opts.threads) if opts.mxnet else None
+        before = (mxnet_ms(opts.mxnet, "resnet18", batch, repeat, opts.threads)[0]
+                  if opts.mxnet else None)
         r = resnet(batch, opts.threads, repeat)
         print(f"ResNet-18 batch {batch:2d}: onnxrt backend {r['graphexec_ms']:7.1f} ms, "
               f"whole-model ORT {r['ort_ms']:7.1f} ms, ratio {r['graphexec_ms'] / r['ort_ms']:.3f}"
               f" (goal <= 1.10); MXNet 1.9.1 figure {MXNET_MS.get(batch, float('nan'))} ms; "
               f"{r['regions']} region(s), max |diff| {r['diff']:.2e}")
         if opts.mxnet:
-            mx_ms = (before + mxnet_ms(opts.mxnet, batch, repeat, opts.threads)) / 2
+            mx_ms = (before + mxnet_ms(opts.mxnet, "resnet18", batch, repeat, opts.threads)[0]) / 2
             print(f"    MXNet 1.9.1 timed around it: {mx_ms:7.1f} ms, onnxrt backend / MXNet "
                   f"{r['graphexec_ms'] / mx_ms:.3f} (goal < 1)")
         print(f"    with freeze_params=False (weights fed as inputs): {r['unfrozen_ms']:7.1f} ms, "

@@ -1,11 +1,14 @@
 """Training figures (issue 3): MLP 784-512-512-10, batch 64, SoftmaxOutput. One
 forward(is_train=True)+backward and one inference forward, against a hand-written numpy
-forward+backward run in the same process, and MXNet 1.9.1's recorded figures.
+forward+backward run in the same process, and MXNet 1.9.1's recorded figures. With --mxnet,
+MXNet is also timed right before and right after (benchmarks/mxnet_oracle.py in that
+interpreter; another process, so that ratio is not interleaved).
 
-Run: OMP_NUM_THREADS=2 python benchmarks/bench_training.py
+Run: OMP_NUM_THREADS=2 python benchmarks/bench_training.py [--mxnet /path/to/mxvenv/bin/python]
 """
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 
@@ -13,7 +16,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
 import graphexec as gx  # noqa: E402
-from common import interleaved_medians  # noqa: E402
+from common import interleaved_medians, mxnet_ms  # noqa: E402
 
 MXNET_MS = {"train": 3.98, "infer": 1.33}     # MXNet 1.9.1, OMP_NUM_THREADS=2, this machine class
 BATCH, SIZES = 64, (784, 512, 512, 10)
@@ -66,6 +69,11 @@ class HandNumpyMLP:
 
 
 def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--mxnet", help="python of a venv with mxnet==1.9.1, to time MXNet too")
+    opts = ap.parse_args()
+    threads = int(os.environ.get("OMP_NUM_THREADS", "2"))
+    before = mxnet_ms(opts.mxnet, "mlp", BATCH, 200, threads) if opts.mxnet else None
     rng = np.random.default_rng(0)
     sym = mlp_symbol()
     exe = sym.simple_bind(gx.cpu(), data=(BATCH, SIZES[0]), grad_req={
@@ -94,15 +102,23 @@ def main() -> None:
         hand_step()
     t = interleaved_medians({"train": train_step, "hand_train": hand_step,
                              "infer": lambda: infer.forward(is_train=False),
-                             "hand_infer": hand.forward}, repeat=31, number=10)
+                             "hand_infer": hand.forward}, repeat=61, number=10)
     t_train, t_hand_train, t_infer, t_hand_infer = (t["train"], t["hand_train"], t["infer"],
                                                     t["hand_infer"])
     print(f"MLP {'-'.join(map(str, SIZES))}, batch {BATCH}, threads "
           f"{os.environ.get('OMP_NUM_THREADS', 'default')}:")
-    for label, ours, theirs, mx in (("train step", t_train, t_hand_train, MXNET_MS["train"]),
-                                    ("inference ", t_infer, t_hand_infer, MXNET_MS["infer"])):
+    mx_now = None
+    if opts.mxnet:
+        after = mxnet_ms(opts.mxnet, "mlp", BATCH, 200, threads)
+        mx_now = [(a + b) / 2 for a, b in zip(before, after)]
+    for k, (label, ours, theirs, mx) in enumerate((
+            ("train step", t_train, t_hand_train, MXNET_MS["train"]),
+            ("inference ", t_infer, t_hand_infer, MXNET_MS["infer"]))):
         print(f"  {label}: graphexec {ours * 1e3:6.2f} ms   hand numpy {theirs * 1e3:6.2f} ms   "
-              f"ratio {ours / theirs:.3f} (goal <= 1.0)   MXNet 1.9.1 {mx} ms")
+              f"ratio {ours / theirs:.3f} (goal <= 1.0)   MXNet 1.9.1 figure {mx} ms")
+        if mx_now:
+            print(f"      MXNet 1.9.1 timed around it: {mx_now[k]:6.2f} ms, graphexec / MXNet "
+                  f"{ours * 1e3 / mx_now[k]:.3f}")
 
 
 if __name__ == "__main__":

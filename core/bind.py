@@ -246,7 +246,7 @@ def _simple_bind(sym: Symbol, ctx: Context, grad_req: Any, type_dict: Mapping[st
                  backend: Any, backend_options: dict | None):
     from .executor import Executor
     ctx = Context(ctx) if not isinstance(ctx, Context) else ctx
-    xp = ctx.xp
+    ctx.xp  # a gpu context without CuPy or a device fails here, with its reason
     ig = sym._indexed()
     arg_names = [ig.nodes[i].name for i in ig.arg_nodes]
     check_unique_names("argument", arg_names)
@@ -270,7 +270,7 @@ def _simple_bind(sym: Symbol, ctx: Context, grad_req: Any, type_dict: Mapping[st
     if shared_buffer is not None:  # MXNet shares only on this path (see core/sharing.py)
         arg_arrays, grad_arrays, aux_arrays = shared_arrays(
             arg_names, arg_specs, [ig.nodes[i].name for i in aux_ids], aux_specs, reqs,
-            shared_exec, list(shared_arg_names or ()), shared_buffer, xp)
+            shared_exec, list(shared_arg_names or ()), shared_buffer, ctx)
     else:  # the arrays are fresh; a shared_exec still lends its internal memory pool
         arg_ctx = [variable_context(ig.nodes[i], ctx, group2ctx) for i in ig.arg_nodes]
         aux_ctx = [variable_context(ig.nodes[i], ctx, group2ctx) for i in aux_ids]

@@ -8,7 +8,8 @@ so errors still name the node, at no cost on the normal path.
 
 Environment (MXNet's names): MXNET_EXEC_BULK_EXEC_INFERENCE (default 1),
 MXNET_EXEC_BULK_EXEC_TRAIN (default 1), MXNET_EXEC_BULK_EXEC_MAX_NODE_TRAIN (default 15:
-nodes per training segment). Monitor callbacks disable bulking.
+nodes per training segment), read when an executor is bound. Monitor callbacks disable
+bulking.
 """
 from __future__ import annotations
 

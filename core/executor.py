@@ -85,7 +85,8 @@ class Executor:
         Returns ``self.outputs``: arrays the next forward overwrites (copy what you keep)."""
         if kwargs:
             self._copy_inputs(kwargs)
-        if is_train and self._plan.graph.attrs.get("backward_clobbers_forward"):
+        if (is_train and self._plan.forward_draws
+                and self._plan.graph.attrs.get("backward_clobbers_forward")):
             self._forward_rng_state = generator().bit_generator.state  # for _replay_forward
         self._run("forward", bool(is_train))
         self._last_forward_trained = bool(is_train)
@@ -142,6 +143,9 @@ class Executor:
         """Recompute the forward values a previous backward overwrote (the memory plan lets
         backward reuse them, as MXNet's does), drawing the same random numbers as the original
         forward so Dropout masks match; the generator then continues where it was."""
+        if not self._plan.forward_draws:
+            self._plan.run(True, "forward")
+            return
         gen = generator()
         current = gen.bit_generator.state
         gen.bit_generator.state = self._forward_rng_state

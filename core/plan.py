@@ -42,7 +42,13 @@ class ExecPlan:
         op_nodes = [nid for nid, n in enumerate(ig.nodes) if n.op is not None]
         self.segments = {"forward": [n for n in op_nodes if n < self.num_forward_nodes],
                          "backward": [n for n in op_nodes if n >= self.num_forward_nodes]}
+        #: whether a forward node draws random numbers (a replayed forward must redraw them)
+        self.forward_draws = any(ig.nodes[n].op.draws_random(ig.nodes[n].params)
+                                 for n in self.segments["forward"])
         self._kernels: dict[tuple[bool, str], list[Callable[[], None]]] = {}
+        # bulk execution is decided at bind from the environment, as MXNet's executor does
+        self._bulk_enabled = {t: bulk_enabled(t) for t in (False, True)}
+        self._train_segment_size = segment_size(True, 0)
         self._bulk: dict[tuple[bool, str], list] = {}
         self._states: dict[int, dict] = {}
         self._monitor: tuple[Callable, bool] | None = None
@@ -155,7 +161,7 @@ class ExecPlan:
         if self._monitor is not None:
             self._run_monitored(plan, segment)
             return
-        if bulk_enabled(is_train):
+        if self._bulk_enabled[is_train]:
             self._run_bulk(plan, is_train, segment)
             return
         i = 0
@@ -169,7 +175,8 @@ class ExecPlan:
         key = (is_train, segment)
         segments = self._bulk.get(key)
         if segments is None:
-            segments = self._bulk[key] = compile_segments(plan, segment_size(is_train, len(plan)))
+            segments = self._bulk[key] = compile_segments(
+                plan, self._train_segment_size if is_train else max(len(plan), 1))
         seg = None
         try:
             for seg in segments:

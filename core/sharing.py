@@ -77,7 +77,7 @@ def _resized(exe: Any, kind: str, name: str, arr: Any, shape: tuple, allow_up_si
                            f"a big executor and then down sizing it is more efficient than the "
                            f"reverse. If you really want to up size, set allow_up_sizing=True "
                            f"to enable allocation of new arrays. ({arr.shape} -> {shape})")
-    return exe.ctx.xp.zeros(shape, dtype=arr.dtype)
+    return exe.ctx.zeros(shape, arr.dtype)
 
 
 def _changed(kind: str, name: str, old: tuple, new: tuple) -> str:
@@ -94,7 +94,8 @@ def _size(shape: tuple) -> int:
     return n
 
 
-def reshape_or_create(name: str, shape: tuple, dtype: Any, xp: Any, shared_buffer: dict) -> Any:
+def reshape_or_create(name: str, shape: tuple, dtype: Any, ctx: Any,
+                      shared_buffer: dict) -> Any:
     """An array for ``name`` carved out of ``shared_buffer`` (a view when the stored array is
     large enough), else a new zero array that replaces the stored one."""
     old = shared_buffer.get(name)
@@ -106,14 +107,14 @@ def reshape_or_create(name: str, shape: tuple, dtype: Any, xp: Any, shared_buffe
                     'allocated shape %s. Need to re-allocate. Consider putting '
                     'default_bucket_key to be the bucket taking the largest input for better '
                     'memory sharing.', name, tuple(shape), old.shape)
-    arr = xp.zeros(shape, dtype=dtype)
+    arr = ctx.zeros(shape, dtype)
     shared_buffer[name] = arr
     return arr
 
 
 def shared_arrays(arg_names: list[str], arg_specs: list[tuple], aux_names: list[str],
                   aux_specs: list[tuple], reqs: dict[str, str], shared_exec: Any,
-                  shared_arg_names: list[str], shared_buffer: dict, xp: Any):
+                  shared_arg_names: list[str], shared_buffer: dict, ctx: Any):
     """(arg_arrays, grad_arrays, aux_arrays) for simple_bind's sharing path; ``*_specs`` are
     (shape, dtype) pairs from inference."""
     shared_names = set(shared_arg_names or ())
@@ -124,13 +125,14 @@ def shared_arrays(arg_names: list[str], arg_specs: list[tuple], aux_names: list[
             grad = (_borrow(shared_exec.grad_dict, name, shape, dtype, "gradient")
                     if reqs[name] != "null" else None)
         else:
-            arr = reshape_or_create(name, shape, dtype, xp, shared_buffer)
-            grad = (reshape_or_create(f"grad of {name}", shape, dtype, xp, shared_buffer)
+            arr = reshape_or_create(name, shape, dtype, ctx, shared_buffer)
+            grad = (reshape_or_create(f"grad of {name}", shape, dtype, ctx,
+                                      shared_buffer)
                     if reqs[name] != "null" else None)
         args.append(arr)
         grads.append(grad)
     aux = [(_borrow(shared_exec.aux_dict, name, shape, dtype, "auxiliary state")
-            if shared_exec is not None else xp.zeros(shape, dtype=dtype))
+            if shared_exec is not None else ctx.zeros(shape, dtype))
            for name, (shape, dtype) in zip(aux_names, aux_specs)]
     return args, grads, aux
 

@@ -58,3 +58,23 @@ def test_random_and_stateful_nodes_are_not_merged():
     y = gx.sym.Dropout(x, p=0.5) + gx.sym.Dropout(x, p=0.5)
     out = apply_passes(Graph(y.outputs), ["eliminate_common_expr"])
     assert _ops(gx.sym.Symbol(out.outputs)).count("Dropout") == 2
+
+
+def test_rrelu_nodes_are_not_merged_but_other_leaky_relus_are():
+    # MXNet 1.9.1 merges two rrelu nodes (they would then share one random draw): we do not
+    x = gx.sym.Variable("x")
+    rrelu = gx.sym.LeakyReLU(x, act_type="rrelu")[0] + gx.sym.LeakyReLU(x, act_type="rrelu")[0]
+    out = apply_passes(Graph(rrelu.outputs), ["eliminate_common_expr"])
+    assert _ops(gx.sym.Symbol(out.outputs)).count("LeakyReLU") == 2
+    leaky = gx.sym.LeakyReLU(x, act_type="leaky") + gx.sym.LeakyReLU(x, act_type="leaky")
+    out = apply_passes(Graph(leaky.outputs), ["eliminate_common_expr"])
+    assert _ops(gx.sym.Symbol(out.outputs)).count("LeakyReLU") == 1
+
+
+def test_two_rrelu_nodes_draw_independently_in_training():
+    x = gx.sym.Variable("x")
+    y = gx.sym.LeakyReLU(x, act_type="rrelu")[0] - gx.sym.LeakyReLU(x, act_type="rrelu")[0]
+    exe = y.simple_bind(gx.cpu(), x=(1000,))
+    exe.arg_dict["x"][...] = -1
+    gx.random.seed(3)
+    assert np.abs(exe.forward(is_train=True)[0]).max() > 0

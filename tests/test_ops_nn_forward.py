@@ -168,3 +168,33 @@ def test_strided_input_arrays(make, shapes):
     strided["x"][...] = 0  # a later forward must see the new values, not a stale copy
     np.testing.assert_allclose(exe.forward()[0], _bind(sym, {**dense, "x": strided["x"] * 1})
                                .forward()[0], rtol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "int32"])
+@pytest.mark.parametrize("shape", [(3,), (64, 512), (2, 3, 70, 70), (7, 3, 131)])
+def test_max_min_against_scalar_match_numpy_exactly(dtype, shape):
+    # relu / _maximum_scalar / _minimum_scalar compare against a constant block on the host
+    # (numpy's scalar path is unvectorised): same bits, NaN and signed zeros included
+    rng = np.random.default_rng(0)
+    data = (rng.standard_normal(shape) * 3).astype(dtype)
+    if data.dtype.kind == "f":
+        flat = data.reshape(-1)
+        flat[:4] = [np.nan, -0.0, 0.0, -np.inf][:flat.size]
+    x = gx.sym.Variable("x")
+    cases = {"relu": (gx.sym.relu(x), np.maximum(data, 0)),
+             "act": (gx.sym.Activation(x, act_type="relu"), np.maximum(data, 0)),
+             "max": (gx.sym._maximum_scalar(x, scalar=1.5), np.maximum(data, data.dtype.type(1.5))),
+             "min": (gx.sym._minimum_scalar(x, scalar=-0.5), np.minimum(data, data.dtype.type(-0.5)))}
+    for name, (sym, want) in cases.items():
+        exe = sym.bind(gx.cpu(), {"x": data.copy()})
+        got = exe.forward()[0]
+        assert got.dtype == want.dtype, name
+        np.testing.assert_array_equal(got, want, err_msg=name)
+        assert (np.signbit(got) == np.signbit(want)).all(), name
+
+
+def test_relu_of_a_strided_bound_array_is_right():
+    base = np.arange(-20, 20, dtype="f4").reshape(8, 5)
+    strided = base[:, ::2]
+    exe = gx.sym.relu(gx.sym.Variable("x")).bind(gx.cpu(), {"x": strided})
+    np.testing.assert_array_equal(exe.forward()[0], np.maximum(strided, 0))

@@ -118,3 +118,19 @@ def test_repeatable_backward_keeps_forward_values(monkeypatch):
     first = exe.grad_dict["x"].copy()
     exe.backward(np.ones((256, 256), "f4"))
     np.testing.assert_array_equal(exe.grad_dict["x"], first)
+
+
+def test_host_arrays_start_on_cache_lines():
+    # BLAS reads 64-byte-aligned operands measurably faster (benchmarks/README.md, training)
+    from graphexec.core.context import HOST_ALIGNMENT, aligned_zeros
+    x = gx.sym.Variable("x")
+    y = gx.sym.FullyConnected(gx.sym.relu(gx.sym.FullyConnected(x, num_hidden=7)), num_hidden=3)
+    exe = y.simple_bind(gx.cpu(), grad_req="write", x=(5, 3))
+    arrays = [a for a in exe._plan.arrays if a is not None]
+    arrays += list(exe.arg_arrays) + [g for g in exe.grad_arrays if g is not None]
+    assert arrays and all(a.ctypes.data % HOST_ALIGNMENT == 0 for a in arrays)
+    for shape, dtype in (((3, 5), "f2"), (7, "i8"), ((), "f4"), ((0, 4), "f8")):
+        arr = aligned_zeros(shape, dtype)
+        assert arr.shape == (shape if isinstance(shape, tuple) else (shape,))
+        assert arr.dtype == dtype and (arr.size == 0 or arr.ctypes.data % HOST_ALIGNMENT == 0)
+        assert arr.flags.c_contiguous and arr.flags.writeable and not arr.any()

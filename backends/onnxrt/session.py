@@ -106,11 +106,9 @@ def _train_sensitive(sym) -> bool:
         if node.op is None:
             continue
         p, name = node.params, node.op.name
-        if name == "Dropout" or "random" in node.op.traits:
+        if node.op.draws_random(p):
             return True
         if name == "BatchNorm" and not p.use_global_stats:
-            return True
-        if name == "LeakyReLU" and p.act_type == "rrelu":
             return True
     return False
 

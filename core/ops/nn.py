@@ -273,12 +273,13 @@ def _declare() -> None:
                              "upper_bound": Float(0.334)},
         inputs=_lrelu_inputs, outputs=_lrelu_outputs, infer_shape=_lrelu_shape,
         infer_type=_lrelu_type, traits=("activation",),
+        random=lambda p: p.act_type == "rrelu",
         input_var_attrs={"gamma": {"__init__": '["Constant", {"value": 0.25}]'}}))
     register_op(OpDef(
         "Dropout", params={"p": Float(0.5), "mode": Enum(("always", "training"), "training"),
                            "axes": Shape(()), "cudnn_off": OptBool(False)},
         outputs=("output", "mask"), num_visible=1, infer_shape=_dropout_shape,
-        infer_type=_dropout_type, traits=("random",)))
+        infer_type=_dropout_type, random=True))
     softmax_params = {"axis": Int(-1), "temperature": OptFloat(None),
                       "dtype": OptEnum(("float16", "float32", "float64"), None),
                       "use_length": OptBool(False)}

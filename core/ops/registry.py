@@ -47,7 +47,9 @@ class OpDef:
     query, e.g. ``{"elementwise"}``), ``inplace`` ((input, output) pairs that may share memory),
     ``variadic`` (name of the attribute counting positional inputs, e.g. ``num_args``),
     ``input_var_attrs`` (attributes given to implicitly created input variables),
-    ``named_inputs`` (False where MXNet lists inputs as ``input<k>``: monitor names).
+    ``named_inputs`` (False where MXNet lists inputs as ``input<k>``: monitor names),
+    ``random`` (True, or ``fn(params) -> bool``, where the op draws random numbers: such nodes
+    are never merged, and a replayed forward restores the generator first).
     """
 
     def __init__(self, name: str, *, aliases: Sequence[str] = (), params: dict | None = None,
@@ -56,7 +58,7 @@ class OpDef:
                  infer_type: Callable | None = None, gradient: Callable | None = None,
                  traits: Sequence[str] = (), inplace: Sequence[tuple[int, int]] = (),
                  variadic: str | None = None, input_var_attrs: dict | None = None,
-                 named_inputs: bool = True, doc: str = ""):
+                 named_inputs: bool = True, random: bool | Callable = False, doc: str = ""):
         self.name = name
         self.aliases = tuple(aliases)
         self.schema = Schema(params)
@@ -79,7 +81,12 @@ class OpDef:
         self.inplace = tuple(inplace)
         self.input_var_attrs = dict(input_var_attrs or {})
         self.named_inputs = named_inputs
+        self._random = random if callable(random) else _const(bool(random))
         self.__doc__ = doc or f"The {name} operator."
+
+    def draws_random(self, p: Params) -> bool:
+        """Whether a node of this op with parameters ``p`` draws random numbers."""
+        return self._random(p)
 
     # -- names and counts -------------------------------------------------------------
     def input_names(self, p: Params) -> list[str]:

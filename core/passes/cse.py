@@ -15,8 +15,6 @@ from .manager import register_pass
 
 __all__ = ["eliminate_common_expr_pass", "cse_enabled"]
 
-_NEVER_MERGE_OPS = frozenset(("Dropout",))
-
 
 def cse_enabled() -> bool:
     return os.environ.get("MXNET_ELIMINATE_COMMON_EXPR", "1") not in ("0", "false", "False")
@@ -58,4 +56,4 @@ def eliminate_common_expr_pass(graph: Graph) -> Graph:
 def _mergeable(node: Node) -> bool:
     op = node.op
     return (op is not None and not op.has_aux and not node.control_deps and not node.subgraphs
-            and op.name not in _NEVER_MERGE_OPS and "random" not in op.traits)
+            and not op.draws_random(node.params))

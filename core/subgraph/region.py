@@ -49,8 +49,7 @@ class RegionParams(Params):
         draws = self.__dict__.get("_draws")
         if draws is None:
             draws = self.__dict__["_draws"] = any(
-                n.op is not None and ("random" in n.op.traits or getattr(n.params, "draws", False))
-                for n in self.inner.nodes)
+                n.op is not None and n.op.draws_random(n.params) for n in self.inner.nodes)
         return draws
 
 
@@ -72,7 +71,7 @@ def link_regions(sym: Symbol) -> Symbol:
     the forward part of the inner graph, replays it (the same Dropout masks). Nodes downstream
     are copied too; variables stay the same objects. ``sym`` itself when nothing draws."""
     ig = sym._indexed()
-    if not any(n.op is REGION_OP and n.params.draws for n in ig.nodes):
+    if not any(n.op is REGION_OP and n.op.draws_random(n.params) for n in ig.nodes):
         return sym
     new: dict[int, Node] = {}
 
@@ -181,7 +180,7 @@ def _gradient(g, node: Node, ograds: list[Entry]) -> list:
 REGION_OP = register_op(OpDef(
     "_subgraph_op", params={}, inputs=lambda p: p.input_names, aux=lambda p: p.aux_names,
     outputs=lambda p: p.output_names, infer_shape=_infer("shape"), infer_type=_infer("dtype"),
-    gradient=_gradient, traits=("subgraph",),
+    gradient=_gradient, traits=("subgraph",), random=lambda p: p.draws,
     doc="A region claimed by a subgraph backend; runs through the backend's property."))
 REGION_OP.subgraph_params = _params_from_node
 

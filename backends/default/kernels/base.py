@@ -2,12 +2,15 @@
 default backend registers, and helpers for array-module-generic code (numpy or CuPy)."""
 from __future__ import annotations
 
+from functools import partial
 from typing import Callable
+
+import numpy as np
 
 from graphexec.core.kernels import KernelCall, KernelFactory, KernelFn
 
 __all__ = ["KERNELS", "INPLACE", "kernel", "special", "KernelCall", "KernelFn", "is_float",
-           "cast_scalar", "sequence", "nothing"]
+           "cast_scalar", "sequence", "nothing", "bound_by_scalar"]
 
 #: op name -> factory, filled by the kernel modules at import.
 KERNELS: dict[str, KernelFactory] = {}
@@ -63,3 +66,49 @@ def sequence(steps: list) -> Callable[[], None]:
         for step in steps:
             step()
     return run
+
+
+# -- max/min against a scalar -------------------------------------------------------------------
+#: numpy (2.x) runs maximum/minimum with a scalar operand through an unvectorised loop, ~4x
+#: slower than the same ufunc on two arrays (64x512 float32: 27 us against 6 us, measured
+#: with numpy 2.4); comparing against a constant block of up to this many elements, broadcast
+#: over the rows of the data, takes the vectorised loop.
+_BLOCK_LIMIT = 1 << 16
+_BLOCK_MIN = 256
+_CONSTANTS: dict[tuple, np.ndarray] = {}
+
+
+def bound_by_scalar(xp, ufunc: str, x, value, out) -> Callable[[], None]:
+    """A kernel writing ``xp.<ufunc>(x, value)`` into ``out`` (``ufunc`` is 'maximum' or
+    'minimum', ``value`` a scalar of ``out``'s dtype). On the host, for contiguous data of
+    one dtype, the scalar becomes a shared read-only constant block (see ``_BLOCK_LIMIT``);
+    results are identical, NaN and signed zeros included."""
+    fn = getattr(xp, ufunc)
+    block = _block_size(x.shape)
+    if (xp is not np or block is None or x.dtype != out.dtype or x.shape != out.shape
+            or not (x.flags.c_contiguous and out.flags.c_contiguous)):
+        return partial(fn, x, value, out=out)
+    return partial(fn, x.reshape(-1, block), _constant(out.dtype, value, block),
+                   out=out.reshape(-1, block))
+
+
+def _block_size(shape: tuple) -> int | None:
+    """The largest product of trailing dimensions within [_BLOCK_MIN, _BLOCK_LIMIT]."""
+    best, n = None, 1
+    for d in reversed(shape):
+        n *= d
+        if n > _BLOCK_LIMIT:
+            break
+        if n >= _BLOCK_MIN:
+            best = n
+    return best
+
+
+def _constant(dtype, value, n: int) -> np.ndarray:
+    dtype = np.dtype(dtype)
+    key = (dtype.str, repr(value), n)
+    arr = _CONSTANTS.get(key)
+    if arr is None:
+        arr = _CONSTANTS[key] = np.full(n, value, dtype)
+        arr.flags.writeable = False
+    return arr

@@ -6,7 +6,7 @@ from functools import partial
 
 from graphexec.core.ops.elemwise import BINARY, BROADCAST, SCALAR, base_name
 
-from .base import cast_scalar, kernel, special
+from .base import bound_by_scalar, cast_scalar, kernel, special
 
 # unary ops that are a single ufunc of the array module
 _UFUNC = {name: name for name in (
@@ -71,7 +71,8 @@ def rcbrt(call):
 
 @kernel("relu", inplace=True)
 def relu(call):
-    return partial(call.xp.maximum, call.inputs[0], 0, out=call.outputs[0])
+    y = call.outputs[0]
+    return bound_by_scalar(call.xp, "maximum", call.inputs[0], cast_scalar(0, y), y)
 
 
 @kernel("sigmoid", inplace=True)
@@ -199,9 +200,14 @@ _REVERSED = {"_rminus_scalar": "sub", "_rdiv_scalar": "div", "_rmod_scalar": "mo
              "_rpower_scalar": "power"}
 
 
+_BOUNDS = {"_maximum_scalar": "maximum", "_minimum_scalar": "minimum"}
+
+
 def _scalar_factory(call):
     name, x, y = call.op_name, call.inputs[0], call.outputs[0]
     s = cast_scalar(call.params.scalar, y)
+    if name in _BOUNDS:
+        return bound_by_scalar(call.xp, _BOUNDS[name], x, s, y)
     if name in _REVERSED:
         return partial(_binary_fn(call.xp, _REVERSED[name], y.dtype), s, x, out=y)
     return partial(_binary_fn(call.xp, base_name(name), y.dtype), x, s, out=y)

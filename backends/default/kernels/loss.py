@@ -89,24 +89,28 @@ def softmax_output_backward(call):
 
 def _one_hot_subtract(xp, p, label, grad):
     """A callable ``f(out3)`` writing out3 - target into ``grad`` (rows, classes, positions)
-    and returning the labels as integers (truncated; out-of-range ones have no hot class)."""
+    and returning the labels as integers (truncated; out-of-range ones have no hot class).
+
+    The one-hot target is a comparison of the labels with the class ids, so labels out of
+    range simply match nothing (no per-call range check or gather)."""
     rows, classes, positions = grad.shape
     smooth = p.smooth_alpha if not p.multi_output and classes > 1 else 0.0
     off = grad.dtype.type(smooth / (classes - 1) if smooth else 0.0)
     hit = grad.dtype.type(1.0 - smooth) - off
-    # flat index of (row, class 0, position) in grad, for every label
-    base = (xp.arange(rows)[:, None] * (classes * positions) + xp.arange(positions)).reshape(-1)
-    flat = grad.reshape(-1)
     labels = label.reshape(-1)[:rows * positions]
+    lab = xp.empty(labels.shape, np.int64)
+    lab3 = lab.reshape(rows, 1, positions)
+    class_ids = xp.arange(classes).reshape(1, classes, 1)
+    hot = xp.empty(grad.shape, bool)
 
     def run(out3):
-        lab = labels.astype(np.int64)
-        xp.copyto(grad, out3)
+        xp.copyto(lab, labels, casting="unsafe")   # truncation, as MXNet's int cast
+        xp.equal(lab3, class_ids, out=hot)
         if smooth:
-            xp.subtract(grad, off, out=grad)
-        at = base + lab * positions
-        valid = (lab >= 0) & (lab < classes)
-        flat[at if valid.all() else at[valid]] -= hit
+            xp.subtract(out3, off, out=grad)
+            xp.subtract(grad, hot * hit, out=grad)
+        else:
+            xp.subtract(out3, hot, out=grad)
         return lab
     return run
 

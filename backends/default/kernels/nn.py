@@ -9,7 +9,7 @@ from functools import partial
 
 import numpy as np
 
-from .base import cast_scalar, kernel, special
+from .base import bound_by_scalar, cast_scalar, kernel, special
 
 __all__ = ["reshaper", "work_dtype", "matmul_into", "softmax_fn", "SELU_ALPHA", "SELU_LAMBDA"]
 
@@ -68,7 +68,6 @@ def _softsign(xp, x, y):
 
 
 _ACTIVATIONS = {
-    "relu": lambda xp, x, y: xp.maximum(x, 0, out=y),
     "sigmoid": lambda xp, x, y: special(xp).expit(x, out=y),
     "tanh": lambda xp, x, y: xp.tanh(x, out=y),
     "softrelu": lambda xp, x, y: xp.logaddexp(x, 0, out=y),
@@ -78,8 +77,10 @@ _ACTIVATIONS = {
 
 @kernel("Activation", inplace=True)
 def activation(call):
-    fn = _ACTIVATIONS[call.params.act_type]
-    return partial(fn, call.xp, call.inputs[0], call.outputs[0])
+    x, y = call.inputs[0], call.outputs[0]
+    if call.params.act_type == "relu":
+        return bound_by_scalar(call.xp, "maximum", x, cast_scalar(0, y), y)
+    return partial(_ACTIVATIONS[call.params.act_type], call.xp, x, y)
 
 
 def _negative_part(xp, x, y, fn):

@@ -1,0 +1,81 @@
+"""The MXNet 1.9.1 side of the benchmarks that time MXNet in the same session (``--mxnet``).
+Runs in a separate venv with mxnet==1.9.1 (an oracle, never a dependency) and prints the
+medians in ms on one line:
+
+    OMP_NUM_THREADS=2 /path/to/mxvenv/bin/python benchmarks/mxnet_oracle.py resnet18 BATCH REPEAT
+        -> inference ms (ResNet-18 v1, the zoo symbol in tests/data)
+    OMP_NUM_THREADS=2 /path/to/mxvenv/bin/python benchmarks/mxnet_oracle.py mlp BATCH REPEAT
+        -> train-step ms, inference ms (MLP 784-512-512-10, SoftmaxOutput)
+"""
+import gzip
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import mxnet as mx
+import numpy as np
+
+ZOO = Path(__file__).resolve().parent.parent / "tests" / "data" / "json" / "zoo_resnet18_v1-symbol.json.gz"
+
+
+def median_ms(fn, repeat: int) -> float:
+    fn()
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times) * 1e3
+
+
+def fill(exe, rng) -> None:
+    for arr in list(exe.arg_dict.values()) + list(exe.aux_dict.values()):
+        arr[:] = (np.abs(rng.standard_normal(arr.shape)) * 0.05 + 0.5).astype("f4")
+
+
+def resnet18(batch: int, repeat: int) -> list:
+    sym = mx.sym.load_json(gzip.decompress(ZOO.read_bytes()).decode())
+    exe = sym.simple_bind(mx.cpu(), grad_req="null", data=(batch, 3, 224, 224))
+    fill(exe, np.random.default_rng(0))
+
+    def infer():
+        exe.forward(is_train=False)
+        exe.outputs[0].wait_to_read()
+    return [median_ms(infer, repeat)]
+
+
+def mlp(batch: int, repeat: int) -> list:
+    x = mx.sym.Variable("data")
+    sizes = (784, 512, 512, 10)
+    for i, n in enumerate(sizes[1:], 1):
+        x = mx.sym.FullyConnected(x, num_hidden=n, name=f"fc{i}")
+        if i < len(sizes) - 1:
+            x = mx.sym.Activation(x, act_type="relu", name=f"relu{i}")
+    sym = mx.sym.SoftmaxOutput(x, name="softmax")
+    rng = np.random.default_rng(0)
+    grads = {n: "write" for n in sym.list_arguments() if n not in ("data", "softmax_label")}
+    train = sym.simple_bind(mx.cpu(), grad_req=grads, data=(batch, sizes[0]))
+    infer = sym.simple_bind(mx.cpu(), grad_req="null", data=(batch, sizes[0]))
+    for exe in (train, infer):
+        fill(exe, rng)
+        exe.arg_dict["softmax_label"][:] = rng.integers(0, 10, batch)
+
+    def step():
+        train.forward(is_train=True)
+        train.backward()
+        mx.nd.waitall()
+
+    def forward():
+        infer.forward(is_train=False)
+        infer.outputs[0].wait_to_read()
+    return [median_ms(step, repeat), median_ms(forward, repeat)]
+
+
+def main() -> None:
+    model, batch, repeat = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    print(" ".join(f"{ms:.4f}" for ms in {"resnet18": resnet18, "mlp": mlp}[model](batch, repeat)))
+
+
+if __name__ == "__main__":
+    main()
