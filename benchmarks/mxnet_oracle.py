@@ -6,8 +6,13 @@ medians in ms on one line:
         -> inference ms (ResNet-18 v1, the zoo symbol in tests/data)
     OMP_NUM_THREADS=2 /path/to/mxvenv/bin/python benchmarks/mxnet_oracle.py mlp BATCH REPEAT
         -> train-step ms, inference ms (MLP 784-512-512-10, SoftmaxOutput)
+    /path/to/mxvenv/bin/python benchmarks/mxnet_oracle.py tinychain N REPEAT
+        -> forward ms of bench_core.py's N-op chain on (1, 16) (bulk execution on)
+    /path/to/mxvenv/bin/python benchmarks/mxnet_oracle.py bind N REPEAT
+        -> simple_bind (grad_req null) ms of that chain
 """
 import gzip
+import os
 import statistics
 import sys
 import time
@@ -72,9 +77,36 @@ def mlp(batch: int, repeat: int) -> list:
     return [median_ms(step, repeat), median_ms(forward, repeat)]
 
 
+def chain(n: int):
+    """The op cycle of bench_core.CYCLE: sin, *0.9, +0.1, tanh, abs, relu."""
+    x = mx.sym.Variable("x")
+    for i in range(n):
+        x = [mx.sym.sin, lambda s: s * 0.9, lambda s: s + 0.1, mx.sym.tanh, mx.sym.abs,
+             mx.sym.relu][i % 6](x)
+    return x
+
+
+def bind(n: int, repeat: int) -> list:
+    os.environ["MXNET_SUBGRAPH_BACKEND"] = "NONE"   # as graphexec binds it (and the recorded figures)
+    sym = chain(n)
+    return [median_ms(lambda: sym.simple_bind(mx.cpu(), grad_req="null", x=(1, 16)), repeat)]
+
+
+def tinychain(n: int, repeat: int) -> list:
+    os.environ["MXNET_SUBGRAPH_BACKEND"] = "NONE"
+    exe = chain(n).bind(mx.cpu(), {"x": mx.nd.array(np.random.default_rng(0).uniform(-1, 1, (1, 16)))})
+
+    def forward100():
+        for _ in range(100):
+            exe.forward(is_train=False)
+            exe.outputs[0].wait_to_read()
+    return [median_ms(forward100, repeat) / 100]
+
+
 def main() -> None:
-    model, batch, repeat = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-    print(" ".join(f"{ms:.4f}" for ms in {"resnet18": resnet18, "mlp": mlp}[model](batch, repeat)))
+    model, size, repeat = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    fn = {"resnet18": resnet18, "mlp": mlp, "tinychain": tinychain, "bind": bind}[model]
+    print(" ".join(f"{ms:.4f}" for ms in fn(size, repeat)))
 
 
 if __name__ == "__main__":

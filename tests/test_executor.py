@@ -157,3 +157,26 @@ def test_gpu_context_without_cupy_says_so():
         pass
     with pytest.raises(gx.ContextError, match="needs CuPy"):
         _arith().simple_bind(gx.gpu(0), a=(2,))
+
+
+def test_bulk_segments_match_the_node_loop_without_warnings(monkeypatch):
+    # bulk code passes ``out`` positionally to ufuncs, except maximum/minimum (deprecated)
+    import warnings
+    x = gx.sym.Variable("x")
+    y = x
+    for i in range(12):
+        y = [gx.sym.sin, lambda s: s * 0.9, gx.sym.relu, lambda s: gx.sym._minimum_scalar(s, scalar=0.3),
+             lambda s: s - x, gx.sym.abs][i % 6](y)
+    data = np.random.default_rng(1).uniform(-2, 2, (3, 5)).astype("f4")
+    results = {}
+    for bulk in ("0", "1"):
+        monkeypatch.setenv("MXNET_EXEC_BULK_EXEC_INFERENCE", bulk)
+        exe = y.bind(gx.cpu(), {"x": data.copy()})
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            results[bulk] = exe.forward()[0].copy()
+        monkeypatch.setenv("MXNET_EXEC_BULK_EXEC_INFERENCE", "0" if bulk == "1" else "1")
+        results[bulk + " later"] = exe.forward()[0].copy()  # decided at bind, not per call
+        assert bool(exe._plan._bulk) == (bulk == "1")
+    for got in results.values():
+        np.testing.assert_array_equal(got, results["0"])

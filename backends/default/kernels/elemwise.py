@@ -6,7 +6,7 @@ from functools import partial
 
 from graphexec.core.ops.elemwise import BINARY, BROADCAST, SCALAR, base_name
 
-from .base import bound_by_scalar, cast_scalar, kernel, special
+from .base import bound_by_scalar, cast_scalar, kernel, scalar_operand, special
 
 # unary ops that are a single ufunc of the array module
 _UFUNC = {name: name for name in (
@@ -205,9 +205,9 @@ _BOUNDS = {"_maximum_scalar": "maximum", "_minimum_scalar": "minimum"}
 
 def _scalar_factory(call):
     name, x, y = call.op_name, call.inputs[0], call.outputs[0]
-    s = cast_scalar(call.params.scalar, y)
     if name in _BOUNDS:
-        return bound_by_scalar(call.xp, _BOUNDS[name], x, s, y)
+        return bound_by_scalar(call.xp, _BOUNDS[name], x, cast_scalar(call.params.scalar, y), y)
+    s = scalar_operand(call.xp, call.params.scalar, y)
     if name in _REVERSED:
         return partial(_binary_fn(call.xp, _REVERSED[name], y.dtype), s, x, out=y)
     return partial(_binary_fn(call.xp, base_name(name), y.dtype), x, s, out=y)
