@@ -10,6 +10,7 @@ array([4., 7.], dtype=float32)
 from .backends.onnxrt import api as onnx
 from .core import model, name, random, subgraph, sym
 from .core.bucketing import BucketingExecutor
+from .core.compare import compare
 from .core.context import Context, cpu, current_context, gpu
 from .core.errors import *  # noqa: F401,F403 - the exception hierarchy is public
 from .core.errors import GraphexecError, MXNetError
@@ -27,4 +28,4 @@ __version__ = "0.1.0"
 __all__ = ["sym", "symbol", "model", "name", "random", "Context", "cpu", "gpu",
            "current_context", "Executor", "BucketingExecutor", "GraphexecError", "MXNetError", "AttrScope",
            "hookimpl", "attribute", "subgraph", "list_backends", "partition",
-           "validate_partition", "onnx"]
+           "validate_partition", "onnx", "compare"]

@@ -4,6 +4,11 @@ Subcommands are registered in :data:`SUBCOMMANDS`: each entry adds its parser to
 ``argparse`` sub-parsers and sets ``run``, a function ``(args) -> exit status``.
 
     graphexec demo        run the bundled LeNet checkpoint and compare with MXNet's output
+    graphexec compare     run a model under several partitioning strategies (core/compare)
+    graphexec diff-plan   the nodes two strategies partition differently
+    graphexec info        ops, parameters, shapes and memory of a model
+    graphexec plot        draw a model's graph (SVG)
+    graphexec backends    the registered subgraph backends and their options
 """
 from __future__ import annotations
 
@@ -16,6 +21,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from .compare import commands as compare_commands
 from .errors import GraphexecError
 
 __all__ = ["main", "build_parser", "SUBCOMMANDS", "EXAMPLES_DIR"]
@@ -103,4 +109,6 @@ def _median_time(fn: Callable[[], object], repeat: int) -> float:
 
 
 #: Functions that add one subcommand each to the ``graphexec`` parser.
-SUBCOMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [add_demo]
+SUBCOMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [
+    add_demo, compare_commands.add_compare, compare_commands.add_diff_plan,
+    compare_commands.add_info, compare_commands.add_plot, compare_commands.add_backends]

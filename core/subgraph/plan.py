@@ -49,6 +49,9 @@ class PartitionPlan:
     skipped: list[str] = field(default_factory=list)   # properties/backends not applied, why
     fallbacks: int = 0
     host_copies: int = 0   # arrays copied host<->device by regions run off their context
+    #: the ``auto`` strategy's measurements: per candidate region, its backend, members,
+    #: timings_ms (native and the backend's) and what was chosen
+    decisions: list[dict] = field(default_factory=list)
 
     def decide(self, name: str, op: str, reason: str | None) -> None:
         """Record why ``name`` was not claimed (the first reason given wins; None only
@@ -67,7 +70,7 @@ class PartitionPlan:
 
     def to_dict(self) -> dict:
         return {"backends": self.backends, "skipped": self.skipped, "fallbacks": self.fallbacks,
-                "host_copies": self.host_copies,
+                "host_copies": self.host_copies, "decisions": self.decisions,
                 "regions": [asdict(r) for r in self.regions],
                 "nodes": [asdict(d) for d in self.nodes.values()]}
 

@@ -15,6 +15,7 @@ from ..errors import GraphexecError
 from ..inference import dtype_seeds, run_inference, shape_seeds
 from ..symbol import Symbol
 from .api import NodeShapes, SubgraphBackend, get_backend, get_op_names
+from .auto import AUTO, OnlyNodesProperty, apply_auto
 from .partition import _grow_regions, partition_symbol
 from .plan import PartitionPlan
 
@@ -112,10 +113,22 @@ def _backend_active(backend: SubgraphBackend, ctx: Any, verbose: int) -> bool:
 def apply_backends(sym: Symbol, names: list[str], ctx: Any, need_grad: bool,
                    options: dict[str, dict] | None = None,
                    input_shapes: dict[str, tuple] | None = None,
-                   input_dtypes: dict[str, Any] | None = None) -> tuple[Symbol, PartitionPlan]:
+                   input_dtypes: dict[str, Any] | None = None,
+                   restrict: dict[str, set[str]] | None = None) -> tuple[Symbol, PartitionPlan]:
     """Partition ``sym`` with each backend in turn; returns the symbol and the plan.
     ``input_shapes`` / ``input_dtypes`` (by variable name) let properties that need shapes
-    see the inferred graph."""
+    see the inferred graph. ``restrict`` limits a backend to the named nodes (used by the
+    ``auto`` strategy, which is handled here: see :mod:`.auto`)."""
+    if AUTO in names:
+        if len(names) > 1:
+            raise GraphexecError(f"backend {AUTO!r} chooses among all backends itself: give it "
+                                 f"alone, not in the chain {names}")
+
+        def partition(s, chosen, restrict=None):
+            return apply_backends(s, chosen, ctx, need_grad, options, input_shapes,
+                                  input_dtypes, restrict)
+        return apply_auto(sym, ctx, need_grad, options or {}, input_shapes or {},
+                          input_dtypes or {}, partition)
     plan = PartitionPlan(backends=list(names))
     for node in sym._indexed().nodes:  # the table lists nodes in graph order
         if node.op is not None:
@@ -148,6 +161,8 @@ def apply_backends(sym: Symbol, names: list[str], ctx: Any, need_grad: bool,
                 continue
             if prop.needs_shapes:
                 prop.shapes = node_shapes(sym, input_shapes or {}, input_dtypes or {})
+            if restrict is not None:
+                prop = OnlyNodesProperty(prop, restrict.get(name, set()))
             sym = partition_symbol(sym, prop, name, index, plan, opts)
             if verbose > 1:
                 for region in plan.regions:

@@ -1,0 +1,228 @@
+"""The A/B comparison tool: gx.compare, the compare / diff-plan / info / plot / backends
+commands, and the cost-aware ``auto`` strategy."""
+from __future__ import annotations
+
+import json
+import pathlib
+
+import numpy as np
+import pytest
+
+import graphexec as gx
+from graphexec.core.cli import main
+from graphexec.core.compare import diff_plan, parse_strategies
+from graphexec.core.compare.models import load_model
+from graphexec.core.subgraph import SubgraphBackend, SubgraphProperty, register_backend
+from graphexec.core.subgraph.api import _BACKENDS
+
+GLUON = pathlib.Path(__file__).parent / "data" / "gluon"
+MOBILENET = str(GLUON / "mobilenet0.25")   # exported from Gluon by MXNet 1.9.1 (random init)
+BUILTIN = ["NONE", "default", "onnxrt", "fused", "auto"]
+
+
+@pytest.fixture(scope="module")
+def mobilenet():
+    io = np.load(GLUON / "mobilenet0.25-io.npz")
+    model = load_model(MOBILENET, shapes={"data": io["data"].shape})
+    return model, {"data": io["data"]}, io["mxnet_output"]
+
+
+def _rows(result):
+    return {r["strategy"]: r for r in result["strategies"]}
+
+
+def test_parse_strategies():
+    assert parse_strategies("NONE,default,onnxrt,fused") == ["NONE", "default", "onnxrt", "fused"]
+    assert parse_strategies("NONE,onnxrt:min_size=4,threads=2,fused") == [
+        "NONE", "onnxrt:min_size=4,threads=2", "fused"]
+    assert parse_strategies("onnxrt+fused,NONE") == ["onnxrt+fused", "NONE"]
+    assert parse_strategies("NONE; onnxrt,fused") == ["NONE", "onnxrt,fused"]
+    assert parse_strategies(["NONE", " fused "]) == ["NONE", "fused"]
+    with pytest.raises(gx.GraphexecError, match="before any backend name"):
+        parse_strategies("threads=2,onnxrt")
+    with pytest.raises(gx.GraphexecError, match="no strategy"):
+        parse_strategies(" , ")
+
+
+def test_gluon_checkpoint_every_builtin_strategy_is_right(mobilenet):
+    model, inputs, mxnet_output = mobilenet
+    exe = model.symbol.simple_bind(gx.cpu(), grad_req="null", **model.input_shapes)
+    exe.copy_params_from(model.arg_params, model.aux_params)
+    np.testing.assert_allclose(exe.forward(**inputs)[0], mxnet_output, rtol=1e-4, atol=1e-5)
+    result = gx.compare(model, BUILTIN, inputs=inputs, repeat=3)
+    rows = _rows(result)
+    assert list(rows) == BUILTIN and not result["interrupted"]
+    assert result["model"]["num_ops"] == rows["NONE"]["total_ops"] > 50
+    for name, row in rows.items():
+        assert row["error"] is None, (name, row["error"])
+        assert row["max_rel_diff"] < 1e-4, name
+        assert row["forward_ms"]["min"] <= row["forward_ms"]["median"] <= row["forward_ms"]["max"]
+        assert row["planned_bytes"] >= 0 and row["fallbacks"] == 0
+    assert rows["NONE"]["regions"] == 0 and rows["NONE"]["max_abs_diff"] == 0
+    onnx = rows["onnxrt"]
+    assert onnx["claimed"] == {"onnxrt": onnx["total_ops"]} and onnx["regions"] == 1
+    # the data input (2x3x64x64 float32) enters, the output (2x10) leaves; parameters stay
+    assert onnx["boundaries"] == 2 and onnx["boundary_bytes"] == 2 * 3 * 64 * 64 * 4 + 2 * 10 * 4
+    assert rows["default"]["regions"] == 0   # MXNet's test backend: claims its op-name set only
+    auto = rows["auto"]
+    assert auto["plan"]["backends"][0] == "auto" and auto["auto"]["decisions"]
+    for d in auto["auto"]["decisions"]:
+        assert d["chosen"] in ("native", d["backend"]) and "native" in d["timings_ms"]
+
+
+def test_onnx_file_compares(tmp_path, mobilenet):
+    model, inputs, mxnet_output = mobilenet
+    path = tmp_path / "mobilenet.onnx"
+    gx.onnx.export_model(model.symbol, model.arg_params, model.aux_params,
+                         model.input_shapes, str(path))
+    result = gx.compare(str(path), ["NONE", "onnxrt", "fused"], inputs=inputs, repeat=2)
+    rows = _rows(result)
+    assert result["model"]["source"] == "onnx"
+    for row in rows.values():
+        assert row["error"] is None and row["max_rel_diff"] < 1e-4
+
+
+class _Broken(SubgraphProperty):
+    name = "broken"
+
+    def create_selector(self):
+        from graphexec.core.subgraph import OpNameSelector
+        return OpNameSelector({"FullyConnected"})
+
+    def create_runner(self, region):
+        raise RuntimeError("this engine is on fire")
+
+
+@pytest.fixture
+def broken_backend():
+    register_backend("broken", lambda: SubgraphBackend("broken", [_Broken()]))
+    yield "broken"
+    _BACKENDS.pop("broken", None)
+
+
+def test_broken_strategies_are_rows_not_crashes(broken_backend):
+    with pytest.warns(RuntimeWarning, match="this engine is on fire"):
+        result = gx.compare("mlp", ["NONE", "nope", "onnxrt:bogus=1", broken_backend],
+                            repeat=2)
+    rows = _rows(result)
+    assert rows["NONE"]["error"] is None
+    assert "nope" in rows["nope"]["error"] and "onnxrt" in rows["nope"]["error"]
+    assert "bogus" in rows["onnxrt:bogus=1"]["error"]
+    broken = rows[broken_backend]   # its regions fell back to native: right numbers, counted
+    assert broken["error"] is None and broken["fallbacks"] >= 1 and broken["max_abs_diff"] == 0
+
+
+def test_training_compares_gradients_and_skips_inference_only_backends():
+    result = gx.compare("mlp", "NONE,onnxrt,fused:cost_model=false", train=True, repeat=2)
+    rows = _rows(result)
+    for row in rows.values():
+        assert row["error"] is None and row["train_ms"]["median"] > 0
+        assert row["max_rel_diff"] < 1e-5
+    assert rows["onnxrt"]["regions"] == 0
+    assert any("inference_only" in s for s in rows["onnxrt"]["plan"]["skipped"])
+
+
+def test_ctrl_c_returns_what_was_measured():
+    seen = []
+
+    def progress(strategy, phase):
+        seen.append((strategy, phase))
+        if strategy == "fused":
+            raise KeyboardInterrupt
+    result = gx.compare("mlp", "NONE,onnxrt,fused", repeat=2, progress=progress)
+    assert result["interrupted"]
+    assert [r["strategy"] for r in result["strategies"]] == ["NONE", "onnxrt"]
+    assert ("NONE", "bind") in seen and ("onnxrt", "forward") in seen
+
+
+def test_diff_plan_lists_moved_nodes():
+    x = gx.sym.Variable("data")
+    y = gx.sym.tanh(gx.sym.FullyConnected(x, num_hidden=8, name="fc") * 0.5 + 1, name="t")
+    moved = diff_plan(y, "onnxrt", "fused", shapes={"data": (4, 3)})
+    by_node = {m["node"]: m for m in moved}
+    assert by_node["fc"]["a"] == "onnxrt (region of 4 ops)"
+    assert by_node["fc"]["b"].startswith("native: ")
+    assert by_node["t"]["b"].startswith("fused (region of 3 ops)")
+    assert diff_plan(y, "onnxrt", "onnxrt:min_size=1", shapes={"data": (4, 3)}) == []
+
+
+def test_cli_compare_writes_json(tmp_path, capsys):
+    out = tmp_path / "r.json"
+    assert main(["compare", "mlp", "--strategies", "NONE,onnxrt:threads=1", "--repeat", "2",
+                 "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "onnxrt:threads=1" in printed and "strategy" in printed
+    data = json.loads(out.read_text())
+    assert [r["strategy"] for r in data["strategies"]] == ["NONE", "onnxrt:threads=1"]
+
+
+def test_cli_info_backends_diff_plan_and_errors(tmp_path, capsys):
+    assert main(["info", "lenet"]) == 0
+    info = capsys.readouterr().out
+    assert "Convolution" in info and "planned" in info
+    assert main(["backends"]) == 0
+    listing = capsys.readouterr().out
+    for name in ("auto", "onnxrt", "fused", "default", "min_size"):
+        assert name in listing
+    assert main(["diff-plan", "onnxrt", "NONE", "mlp"]) == 0
+    assert "moved between onnxrt and NONE" in capsys.readouterr().out
+    assert main(["compare", "no_such_model", "--repeat", "1"]) == 1
+    assert "no_such_model" in capsys.readouterr().err
+
+
+def test_auto_profile_is_saved_and_reused(tmp_path, monkeypatch):
+    from graphexec.core.subgraph import auto
+    x = gx.sym.Variable("data")
+    y = gx.sym.FullyConnected(gx.sym.tanh(x * 0.7 + 0.1), num_hidden=16, name="fc")
+    profile = tmp_path / "auto.json"
+    spec = f"auto:candidates=onnxrt|fused,repeat=2,profile={profile}"
+    exe = y.simple_bind(gx.cpu(), grad_req="null", backend=spec, data=(8, 16))
+    decisions = exe.partition_plan.decisions
+    assert {d["backend"] for d in decisions} == {"onnxrt", "fused"} and profile.exists()
+    chosen = {d["backend"] for d in decisions if d["chosen"] != "native"}
+    assert {r.backend for r in exe.partition_plan.regions} == chosen
+
+    def no_timing(*args, **kwargs):
+        raise AssertionError("the profile should have been reused")
+    monkeypatch.setattr(auto, "_time_candidate", no_timing)
+    again = y.simple_bind(gx.cpu(), grad_req="null", backend=spec, data=(8, 16))
+    assert again.partition_plan.decisions == json.loads(profile.read_text())["decisions"]
+    ref = y.simple_bind(gx.cpu(), grad_req="null", data=(8, 16))
+    rng = np.random.default_rng(0)
+    for name, arr in ref.arg_dict.items():
+        arr[...] = rng.uniform(-1, 1, arr.shape)
+        again.arg_dict[name][...] = arr
+    np.testing.assert_allclose(again.forward()[0], ref.forward()[0], rtol=1e-5, atol=1e-6)
+
+
+def test_auto_takes_a_region_only_when_it_is_faster(monkeypatch):
+    from graphexec.core.subgraph import auto
+    x = gx.sym.Variable("data")
+    y = gx.sym.sin(gx.sym.exp(x) * 2, name="s")
+    fake = {"onnxrt": 1.0, "fused": 3.0, "native": 2.0}
+
+    def timed(region, ctx, need_grad, repeat):
+        return {"region": region["node"], "backend": region["backend"],
+                "members": region["members"],
+                "timings_ms": {"native": fake["native"], region["backend"]: fake[region["backend"]]}}
+    monkeypatch.setattr(auto, "_time_candidate", timed)
+    exe = y.simple_bind(gx.cpu(), grad_req="null", backend="auto:candidates=onnxrt|fused",
+                        data=(4,))
+    assert [r.backend for r in exe.partition_plan.regions] == ["onnxrt"]
+    fake.update(onnxrt=1.95)   # under min_gain (5%): stays native
+    exe = y.simple_bind(gx.cpu(), grad_req="null", backend="auto:candidates=onnxrt|fused",
+                        data=(4,))
+    assert exe.partition_plan.regions == []
+    assert all(d["chosen"] == "native" for d in exe.partition_plan.decisions)
+
+
+def test_auto_errors():
+    y = gx.sym.sin(gx.sym.Variable("x"))
+    with pytest.raises(gx.GraphexecError, match="give it alone"):
+        y.simple_bind(gx.cpu(), backend="auto,fused", x=(2,))
+    with pytest.raises(gx.GraphexecError, match="repeat"):
+        y.simple_bind(gx.cpu(), backend="auto:repeat=0", x=(2,))
+    with pytest.raises(gx.GraphexecError, match="min_gain"):
+        y.simple_bind(gx.cpu(), backend="auto:min_gain=2", x=(2,))
+    with pytest.raises(gx.GraphexecError, match="own candidate"):
+        y.simple_bind(gx.cpu(), backend="auto:candidates=auto", x=(2,))
