@@ -110,7 +110,7 @@ def test_plan_colours_regions_and_reasons(plans, resnet18):
         sorted(r["id"] for r in plan["regions"])
     legend = "".join(_groups(root, "gx-legend")[0].itertext())
     assert "fused" in legend and "native" in legend
-    assert {"min_size", "cycle"} <= {d["reason"] for d in decisions.values()}
+    assert "min_size" in {d["reason"] for d in decisions.values()}
 
 
 def test_fully_claimed_plan_has_no_reasons(plans, resnet18):

@@ -284,7 +284,8 @@ def _order_net():
 
 REASON_CASES = {
     "unsupported": (_net, {"op_names": {"sin"}}, "t"),
-    "cycle": (_net, {"op_names": {"exp", "sin", "elemwise_add"}}, "add"),
+    # alone, "add" would seed a region of its own (see the test below): min_size stops it
+    "cycle": (_net, {"op_names": {"exp", "sin", "elemwise_add"}, "min_size": 2}, "add"),
     "min_size": (_net, {"op_names": {"sin", "tanh"}, "min_size": 2}, "s"),
     "order": (_order_net, {"op_names": {"sin", "FullyConnected"}}, "fc2"),
 }
@@ -301,6 +302,13 @@ def test_plan_reasons(reason):
     assert json.loads(plan.to_json())["nodes"][list(plan.nodes).index(node)]["reason"] == reason
     gx.validate_partition(net, plan.symbol)
     assert plan.symbol.list_arguments() == net.list_arguments()
+
+
+def test_node_cut_for_a_cycle_seeds_a_later_region_as_in_mxnet():
+    # MXNet 1.9.1, op names {exp, sin, elemwise_add} on _net: subgraphs [e, s] and [add]
+    plan = gx.partition(_net(), "default", op_names={"exp", "sin", "elemwise_add"})
+    assert [r.members for r in plan.regions] == [["e", "s"], ["add"]]
+    gx.validate_partition(_net(), plan.symbol)
 
 
 def test_plan_filter_and_inference_only_reasons(backends):
@@ -324,11 +332,14 @@ def test_plan_json_and_table_contents():
     assert data["backends"] == ["default"] and data["skipped"] == [] and data["fallbacks"] == 0
     assert data["regions"] == [{"id": 0, "backend": "default", "property": "default",
                                 "node": "default_subgraph0", "members": ["e", "s"],
-                                "inputs": ["x"], "outputs": ["e_output", "s_output"]}]
+                                "inputs": ["x"], "outputs": ["e_output", "s_output"]},
+                               {"id": 1, "backend": "default", "property": "default",
+                                "node": "default_subgraph1", "members": ["add"],
+                                "inputs": ["s_output", "c_output"], "outputs": ["add_output"]}]
     assert [(d["node"], d["op"], d["backend"], d["region"], d["reason"]) for d in data["nodes"]] \
         == [("e", "exp", "default", 0, None), ("s", "sin", "default", 0, None),
             ("c", "cos", None, None, "unsupported"),
-            ("add", "elemwise_add", None, None, "cycle"),
+            ("add", "elemwise_add", "default", 1, None),
             ("t", "tanh", None, None, "unsupported")]
     rows = [ln.split(None, 2) for ln in plan.table().splitlines()]
     assert rows[0] == ["node", "op", "claimed by        reason"]
@@ -336,7 +347,7 @@ def test_plan_json_and_table_contents():
                                          ["add", "elemwise_add"], ["t", "tanh"]]
     assert rows[1][2] == "default region 0" and rows[3][2] == "-                 " \
         "no backend supports the op"
-    assert rows[4][2].endswith("excluded to avoid a cycle")
+    assert rows[4][2].rstrip() == "default region 1"
     assert str(plan) == plan.table()
     _assert_reference(outs)
 

@@ -68,7 +68,8 @@ def _grow_regions(ig: IndexedGraph, prop: SubgraphProperty, plan: PartitionPlan)
         kept = {ig.node_id[id(n)] for n in kept_nodes} & set(members)
         _reject(ig, plan, set(members) - kept, selector.filter_reason or "filter", taken)
         kept, removed = _convexify(ig, kept, consumers)
-        _reject(ig, plan, removed, "cycle", taken)
+        for nid in removed:  # cut to keep this region convex: they may seed a later region
+            plan.decide(ig.nodes[nid].name, ig.nodes[nid].op.name, "cycle")
         if len(kept) < max(int(prop.attrs.get("min_size", 1)), 1):
             _reject(ig, plan, kept, "min_size", taken)
             continue
