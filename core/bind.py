@@ -14,6 +14,7 @@ from .graph import Graph, IndexedGraph
 from .inference import dtype_seeds, run_inference, shape_seeds
 from .ops.common import known
 from .passes.cse import cse_enabled
+from .passes.fuse_pointwise import fuse_if_enabled
 from .passes.manager import apply_passes
 from .passes.assign_context import check_group2ctx, variable_context
 from .sharing import shared_arrays
@@ -160,7 +161,8 @@ def build_graph(sym: Symbol, ig: IndexedGraph, arg_arrays: list, aux_arrays: lis
     """The executed graph: the forward graph partitioned by the selected subgraph backends
     (``backend``, else MXNET_SUBGRAPH_BACKEND, else plugins.toml), after common-subexpression
     elimination, plus, when some grad_req is not null, the backward graph (gradient pass);
-    shapes and dtypes inferred from the bound arrays. ``inferred`` is the forward graph already
+    shapes and dtypes inferred from the bound arrays; with MXNET_USE_FUSION=1, pointwise
+    nodes fused last (``passes/fuse_pointwise.py``). ``inferred`` is the forward graph already
     inferred from the same arrays (reused when no pass changes it); ``mirror`` overrides
     MXNET_BACKWARD_DO_MIRROR."""
     aux_ids = [i for i in ig.input_nodes if i in ig.mutable_input_nodes]
@@ -187,7 +189,7 @@ def build_graph(sym: Symbol, ig: IndexedGraph, arg_arrays: list, aux_arrays: lis
     if cse_enabled():
         g = apply_passes(g, ["eliminate_common_expr"])
     if inferred is not None and not grad_nodes and g.indexed is ig and not group2ctx:
-        return inferred.with_attrs(partition_plan=plan)
+        return fuse_if_enabled(inferred.with_attrs(partition_plan=plan), ctx, backend_options)
     if grad_nodes:
         attrs = {"grad_args": [g.indexed.node_id[id(n)] for n in grad_nodes]}
         if mirror is not None:
@@ -199,7 +201,8 @@ def build_graph(sym: Symbol, ig: IndexedGraph, arg_arrays: list, aux_arrays: lis
     seeds = {full.node_id[key]: a for key, a in given.items()}
     g = g.with_attrs(shape_inputs={k: tuple(a.shape) for k, a in seeds.items()},
                      dtype_inputs={k: a.dtype for k, a in seeds.items()})
-    return apply_passes(g, ["infer_shape", "infer_type"])
+    g = apply_passes(g, ["infer_shape", "infer_type"])
+    return fuse_if_enabled(g, ctx, backend_options)
 
 
 def _undecided_error(ig: IndexedGraph, g: Graph, given: dict[str, tuple]) -> None:

@@ -8,6 +8,11 @@ one generated loop: one kernel per region structure, dtypes and broadcast patter
 once and cached in memory and on disk (:mod:`.cache`). Training works: the gradient of a
 fused region is a backward region whose ``_backward_*`` chain runs as a generated kernel too.
 
+``MXNET_USE_FUSION=1`` fuses after the gradient pass too, on top of any backend (MXNet's
+FusePointwise; ``core/passes/fuse_pointwise.py``): forward chains left unclaimed and backward
+chains become ``_FusedOp`` nodes (:mod:`.fusedop`) claimed by the same rules
+(:class:`~.subgraph.PointwiseFusionProperty`), with the same code generation and cache.
+
 Inspecting the generated code: :func:`sources` gives the source of every fused region of an
 executor (after its first forward / backward, when the kernels are built);
 MXNET_SUBGRAPH_VERBOSE=2 logs each source (logger ``graphexec.fused``) as it is built::
@@ -28,6 +33,20 @@ __all__ = ["graphexec_register_subgraph_backends", "sources"]
 
 
 @hookimpl
+def graphexec_register_ops(register) -> None:
+    """``_FusedOp``, the node of MXNET_USE_FUSION's fusion after the gradient pass."""
+    from .fusedop import FUSED_OP
+    register(FUSED_OP)
+
+
+@hookimpl
+def graphexec_register_kernels(registry) -> None:
+    """The kernel of ``_FusedOp`` (its generated kernel, or the native kernels)."""
+    from .fusedop import fused_op_kernel
+    registry.register("_FusedOp", fused_op_kernel, device="any")
+
+
+@hookimpl
 def graphexec_register_subgraph_backends(register) -> None:
     """The ``fused`` subgraph backend."""
     from .subgraph import make_backend
@@ -36,7 +55,7 @@ def graphexec_register_subgraph_backends(register) -> None:
 
 def sources(exe) -> dict[str, str]:
     """Region node name -> generated kernel source, for the fused regions of executor ``exe``
-    whose kernels have been built (forward regions after the first forward, backward regions
-    after the first backward)."""
+    (``_FusedOp`` nodes of MXNET_USE_FUSION included) whose kernels have been built (forward
+    regions after the first forward, backward regions after the first backward)."""
     return {name: state["source"] for name, state in exe.region_states.items()
             if "source" in state}

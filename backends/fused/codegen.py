@@ -25,8 +25,8 @@ from .cost import FUSED_NS, NS_PER_BYTE
 from .ops import FORWARD
 from .ops_grad import BACKWARD
 
-__all__ = ["FusedCodegenError", "Kernel", "Operand", "generate", "LOWERINGS", "REDUCING",
-           "SUMS", "UNREAD"]
+__all__ = ["FusedCodegenError", "Kernel", "Operand", "generate", "generate_inferred",
+           "node_domain", "LOWERINGS", "REDUCING", "SUMS", "UNREAD"]
 
 #: every operator the code generator covers
 LOWERINGS = {**FORWARD, **BACKWARD}
@@ -152,12 +152,30 @@ def generate(symbol, input_names: list[str], shapes: list[tuple], dtypes: list) 
     g = run_inference(symbol, shape_seeds(ig, {by_name[n]: s for n, s in zip(input_names, shapes)},
                                           False),
                       dtype_seeds(ig, {by_name[n]: d for n, d in zip(input_names, dtypes)}))
-    eshape, edtype = g.attrs["shape"], g.attrs["dtype"]
+    return generate_inferred(ig, input_names, g.attrs["shape"], g.attrs["dtype"])
+
+
+def generate_inferred(ig, input_names: list[str], eshape: list, edtype: list) -> Kernel:
+    """The kernel of the region whose indexed inner graph is ``ig``, given the shape and dtype
+    of every inner entry (entry id order): for inner graphs that cannot infer them alone, such
+    as backward operators cut off from their forward node (MXNET_USE_FUSION)."""
     needed = _needed(ig)
     domain = max((tuple(eshape[e]) for nid in needed for e in range(ig.row_ptr[nid],
                                                                        ig.row_ptr[nid + 1])),
                  key=lambda s: (math.prod(s), len(s)))
     return _Builder(ig, input_names, eshape, edtype, needed, domain).build()
+
+
+def node_domain(op_name: str, shapes: list[tuple]) -> tuple:
+    """The loop shape one node of ``op_name`` with inputs of these shapes needs: its inputs
+    broadcast together, leaving out those only lending their shape (:data:`UNREAD`) and
+    where's row condition (:data:`ROWS`). Backward operators whose outputs are smaller (the
+    gradients of broadcast inputs) loop over their output gradient's shape."""
+    skip = set(UNREAD.get(op_name, ()))
+    if op_name in ROWS:
+        skip.add(ROWS[op_name])
+    kept = [tuple(s) for k, s in enumerate(shapes) if k not in skip] or [tuple(shapes[0])]
+    return tuple(np.broadcast_shapes(*kept))
 
 
 def _needed(ig) -> list[int]:

@@ -8,6 +8,9 @@ pow in every dtype (8-22 ns, numpy 1-14 ns); numpy's float16 arithmetic converts
 element (11 ns for an add). A native op costs about 0.7 us per call in the executor, a fused
 region about 1.5 us. Only the ratio matters: regions where the kernel clearly loses (float64
 transcendental chains, a few libm calls on their own) are turned down.
+
+After the gradient pass (MXNET_USE_FUSION) a forward region stores every intermediate the
+backward reads, so the fused side counts the results the region stores, not only its sinks.
 """
 from __future__ import annotations
 
@@ -39,31 +42,34 @@ def runs_parallel(size: int, ns_per_element: float, threads: int) -> bool:
     return threads > 1 and size * ns_per_element >= PARALLEL_NS
 
 
-def estimate(nodes: list, size: int, dtype: np.dtype, cost_class,
-             threads: int) -> tuple[float, float]:
+def estimate(nodes: list, size: int, dtype: np.dtype, cost_class, threads: int,
+             outputs: int | None = None) -> tuple[float, float]:
     """(fused, unfused) time estimates in ns for ``nodes`` over ``size`` elements of
     ``dtype``; ``cost_class(node)`` is the node's class, ``threads`` what the fused kernel
-    may use (see :func:`runs_parallel`)."""
+    may use (see :func:`runs_parallel`), ``outputs`` how many results the kernel stores
+    (default: those of the nodes no other member reads)."""
     dtype = np.dtype(dtype)
     t = "f8" if dtype == np.float64 else "f4"
     item = dtype.itemsize
     members = {id(n) for n in nodes}
     outside = {(id(e.node), e.index) for n in nodes for e in n.inputs if id(e.node) not in members}
-    read = {id(e.node) for n in nodes for e in n.inputs}
-    sinks = [n for n in nodes if id(n) not in read]
-    unfused = sum(OP_CALL_NS + size * ((len(n.inputs) + 1) * item * NS_PER_BYTE
+    if outputs is None:
+        read = {id(e.node) for n in nodes for e in n.inputs}
+        outputs = sum(1 for n in nodes if id(n) not in read)
+    unfused = sum(OP_CALL_NS + size * ((len(n.inputs) + n.num_outputs) * item * NS_PER_BYTE
                                        + NUMPY_NS[(cost_class(n), t)]
                                        + (NUMPY_F16_NS if item == 2 else 0.0))
                   for n in nodes)
-    per_element = ((len(outside) + max(len(sinks), 1)) * item * NS_PER_BYTE
+    per_element = ((len(outside) + max(outputs, 1)) * item * NS_PER_BYTE
                    + sum(FUSED_NS[(cost_class(n), t)] for n in nodes))
     if runs_parallel(size, per_element, threads):
         per_element /= threads
     return REGION_CALL_NS + size * per_element, unfused
 
 
-def profitable(nodes: list, shape: tuple, dtype, cost_class, threads: int) -> tuple[bool, str]:
+def profitable(nodes: list, shape: tuple, dtype, cost_class, threads: int,
+               outputs: int | None = None) -> tuple[bool, str]:
     """Whether fusing ``nodes`` pays off, and the estimate in words."""
-    fused, unfused = estimate(nodes, math.prod(shape), dtype, cost_class, threads)
+    fused, unfused = estimate(nodes, math.prod(shape), dtype, cost_class, threads, outputs)
     words = f"estimated {fused / 1e3:.1f} us fused vs {unfused / 1e3:.1f} us unfused"
     return fused < unfused, words

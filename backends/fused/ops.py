@@ -19,7 +19,7 @@ from typing import Callable
 from graphexec.backends.default.kernels.nn import SELU_ALPHA, SELU_LAMBDA
 from graphexec.core.ops.elemwise import BINARY, BROADCAST, SCALAR, base_name
 
-__all__ = ["Lowering", "FORWARD", "select", "nan_max", "nan_min", "mod", "sign"]
+__all__ = ["Lowering", "FORWARD", "select", "nan_max", "nan_min", "mod", "sign", "leaky_supports"]
 
 
 @dataclass(frozen=True)
@@ -181,7 +181,8 @@ def _leaky(e, p, x: str) -> str:
     return f"({y} * {e.k(SELU_LAMBDA)})" if kind == "selu" else y
 
 
-def _leaky_supports(p) -> str | None:
+def leaky_supports(p) -> str | None:
+    """Why LeakyReLU (and its backward) with params ``p`` is not fused, or None."""
     if p.act_type in ("prelu", "rrelu"):
         return f"LeakyReLU act_type={p.act_type} is not pointwise-fused (a learned or random slope)"
     return None
@@ -213,7 +214,7 @@ def _build() -> dict[str, Lowering]:
         lambda e, p, x: _ACTIVATION[p.act_type](e, p, x),
         lambda p: "cheap" if p.act_type in ("relu", "softsign") else "poly")
     table["LeakyReLU"] = Lowering(_leaky, lambda p: "cheap" if p.act_type == "leaky" else "poly",
-                                  _leaky_supports)
+                                  leaky_supports)
     table["Cast"] = Lowering(_cast, "cheap", _cast_supports)
     return table
 

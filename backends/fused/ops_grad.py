@@ -14,7 +14,7 @@ from graphexec.core.ops.elemwise import BINARY, BROADCAST, base_name
 
 from graphexec.backends.default.kernels.nn import SELU_ALPHA, SELU_LAMBDA
 
-from .ops import FORWARD, Lowering, select, sign
+from .ops import FORWARD, Lowering, leaky_supports, select, sign
 
 __all__ = ["BACKWARD"]
 
@@ -184,7 +184,7 @@ def _build() -> dict[str, Lowering]:
     table["_backward_Activation"] = Lowering(
         _activation, lambda p: "poly" if p.act_type == "softrelu" else "cheap")
     table["_backward_LeakyReLU"] = Lowering(
-        _leaky, lambda p: "poly" if p.act_type == "gelu" else "cheap")
+        _leaky, lambda p: "poly" if p.act_type == "gelu" else "cheap", leaky_supports)
     table["_grad_add"] = Lowering(lambda e, p, a, b: f"({a} + {b})")
     table["_identity_with_attr_like_rhs"] = Lowering(lambda e, p, a, b: a)
     return table

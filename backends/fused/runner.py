@@ -24,20 +24,28 @@ from .cache import load_module
 from .codegen import Kernel, Operand, generate
 from .cost import runs_parallel
 
-__all__ = ["fused_runner"]
+__all__ = ["fused_runner", "kernel_runner"]
 
 log = logging.getLogger("graphexec.fused")
 
 
 def fused_runner(region: RegionCall) -> Callable[[], None]:
     """The runner of one fused region (a zero-argument callable)."""
-    import numba
     kernel = generate(region.symbol, region.input_names, [a.shape for a in region.inputs],
                       [a.dtype for a in region.inputs])
+    return kernel_runner(kernel, region)
+
+
+def kernel_runner(kernel: Kernel, region: RegionCall,
+                  allow_parallel: bool = True) -> Callable[[], None]:
+    """Compile (or load) ``kernel`` for the arrays of ``region`` and return the callable that
+    runs it on them (its multi-threaded variant when large enough and ``allow_parallel``);
+    records the kernel in ``region.state``."""
+    import numba
     t0 = time.perf_counter()
     module = load_module(kernel.source)
-    parallel = runs_parallel(math.prod(kernel.domain), kernel.ns_per_element,
-                             numba.get_num_threads())
+    parallel = allow_parallel and runs_parallel(math.prod(kernel.domain), kernel.ns_per_element,
+                                                numba.get_num_threads())
     fn = module.kernel if parallel else module.kernel_serial
     before: list[Callable[[], None]] = []
     after: list[Callable[[], None]] = []
@@ -86,7 +94,10 @@ def _operand_view(op: Operand, kernel: Kernel, region: RegionCall, before: list,
 def _flat(arr: np.ndarray, op: Operand, kernel: Kernel) -> np.ndarray:
     domain = kernel.domain
     a = arr.reshape(op.shape)
-    a = a[tuple(slice(None) if op.shape[d] == domain[d] != 1 else 0 for d in range(len(domain)))]
+    # the Ellipsis keeps a view when every dim is dropped (a domain of ones): a plain integer
+    # index would give a numpy scalar, a copy the kernel would read or write instead
+    a = a[tuple(slice(None) if op.shape[d] == domain[d] != 1 else 0
+                for d in range(len(domain))) + (Ellipsis,)]
     sizes = [math.prod(domain[d] for d in g) for g, m in zip(kernel.groups, op.mask) if m]
     return a.reshape(sizes or (1,))
 

@@ -10,11 +10,13 @@ option). Without numba nothing is claimed: the partition plan names the reason f
 node and one warning says so.
 
 Options: ``min_size`` (default 2: a single op gains nothing), ``exclude_ops``,
-``cost_model`` (default True; False claims every supported region).
+``cost_model`` (default True; False claims every supported region). The same rules, over the
+forward+backward graph, serve MXNET_USE_FUSION (:class:`PointwiseFusionProperty`).
 """
 from __future__ import annotations
 
 import logging
+import os
 import warnings
 
 import numpy as np
@@ -25,21 +27,33 @@ from graphexec.core.subgraph import (ReasonSelector, RegionCall, SubgraphBackend
                                      SubgraphSelector)
 from graphexec.core.subgraph.select import verbosity
 
+from .codegen import LOWERINGS, node_domain
 from .ops import FORWARD
 
-__all__ = ["FusedSelector", "FusedProperty", "make_backend", "OPTIONS", "numba_problem"]
+__all__ = ["FusedSelector", "FusedProperty", "PointwiseFusionProperty", "make_backend", "OPTIONS",
+           "numba_problem"]
 
 log = logging.getLogger("graphexec.fused")
 
 #: the property's own options, with their defaults
 OPTIONS = {"cost_model": True}
+#: operators whose native kernels call BLAS (see PointwiseFusionProperty.serial_kernels)
+BLAS_OPS = frozenset(("FullyConnected", "Convolution", "Deconvolution", "dot", "batch_dot"))
 _FLOATS = frozenset(np.dtype(t) for t in ("float16", "float32", "float64"))
 _NUMBA: list = []  # memo: [None] when numba imports, [reason] when it does not
 
 
 def numba_problem() -> str | None:
-    """None when numba can be imported, else why not (in words a user can act on)."""
+    """None when numba can be imported, else why not (in words a user can act on).
+
+    Called before any fused kernel is compiled or run; it makes OpenMP threads sleep rather
+    than spin when idle (``OMP_WAIT_POLICY=PASSIVE``, unless the user set it), read when numba
+    starts its OpenMP pool: spinning numba threads took the cores from OpenBLAS's and ONNX
+    Runtime's own threads, and a training step with ``backend="fused"`` ran 2.8-3.0x slower
+    than native on 2 cores, 0.77x with passive waiting; large pure-pointwise kernels are as
+    fast either way (benchmarks/README.md)."""
     if not _NUMBA:
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         try:
             import numba  # noqa: F401 - importing it is the check
             _NUMBA.append(None)
@@ -52,16 +66,25 @@ def numba_problem() -> str | None:
 
 
 class FusedSelector(ReasonSelector):
-    """Claims supported elementwise nodes whose output has the region's shape."""
+    """Claims supported elementwise nodes that loop over the region's shape (see
+    :func:`~.codegen.node_domain`); ``lowerings`` are the operators it may claim. No member
+    reads a value of a smaller shape from another member: such values (gradients summed over
+    broadcast axes) are computed by the kernel only as region outputs."""
 
-    def __init__(self, shapes, exclude: set[str], cost_model: bool, min_size: int = 2):
+    def __init__(self, shapes, exclude: set[str], cost_model: bool, min_size: int = 2,
+                 lowerings=FORWARD, count_outputs=None):
         super().__init__()
         self._shapes = shapes
         self._exclude = {_canonical(name) for name in exclude}
         self._cost_model = cost_model
         self._min_size = min_size
-        self._out: dict[int, tuple] = {}
+        self._lowerings = lowerings
+        self._count_outputs = count_outputs
+        # per claimable node: its loop shape, input shapes and widest dtype
+        self._seen: dict[int, tuple] = {}
         self._domain: tuple | None = None
+        self._members: set[int] = set()
+        self._read_small: set[int] = set()  # members' producers read at a smaller shape
 
     def reason(self, node) -> str | None:
         problem = numba_problem()
@@ -70,7 +93,7 @@ class FusedSelector(ReasonSelector):
         name = node.op.name
         if name in self._exclude:
             return "excluded by the exclude_ops option"
-        lowering = FORWARD.get(name)
+        lowering = self._lowerings.get(name)
         if lowering is None:
             return f"no fused lowering for {name}"
         unsupported = lowering.supports(node.params)
@@ -81,22 +104,34 @@ class FusedSelector(ReasonSelector):
         shapes = self._shapes.inputs(node)
         if any(s is None for s in shapes):
             return "input shapes unknown"
-        bad = sorted({str(d) for d in self._shapes.dtypes(node)
-                      if d is None or np.dtype(d) not in _FLOATS})
+        dtypes = self._shapes.dtypes(node)
+        bad = sorted({str(d) for d in dtypes if d is None or np.dtype(d) not in _FLOATS})
         if bad:
             return f"dtype {', '.join(bad)} (fused kernels compute float16/32/64 only)"
-        self._out[id(node)] = tuple(shapes[1] if name == "where" else
-                                    np.broadcast_shapes(*map(tuple, shapes)))
+        try:
+            domain = node_domain(name, shapes)
+        except ValueError:
+            return f"input shapes {', '.join(map(str, shapes))} do not broadcast together"
+        self._seen[id(node)] = (domain, [tuple(s) for s in shapes],
+                                max(map(np.dtype, dtypes), key=lambda d: d.itemsize))
         return None
 
     def _joins(self, node) -> bool:
-        return self.why_not(node) is None and self._out[id(node)] == self._domain
+        if self.why_not(node) is not None or self._seen[id(node)][0] != self._domain:
+            return False
+        small = {id(e.node) for e, s in zip(node.inputs, self._seen[id(node)][1])
+                 if s != self._domain}
+        if id(node) in self._read_small or small & self._members:
+            return False
+        self._members.add(id(node))
+        self._read_small |= small
+        return True
 
     def select(self, node) -> bool:
         if self.why_not(node) is not None:
             return False
-        self._domain = self._out[id(node)]
-        return True
+        self._domain = self._seen[id(node)][0]
+        return self._joins(node)
 
     def select_input(self, node, input_node) -> bool:
         return self._joins(input_node)
@@ -109,10 +144,10 @@ class FusedSelector(ReasonSelector):
             return candidates  # too small a region is the partitioner's to report
         from .cost import profitable
         import numba
-        dtype = max((np.dtype(d) for n in candidates for d in self._shapes.dtypes(n)),
-                    key=lambda d: d.itemsize)
+        dtype = max((self._seen[id(n)][2] for n in candidates), key=lambda d: d.itemsize)
+        outputs = self._count_outputs(candidates) if self._count_outputs else None
         ok, words = profitable(candidates, self._domain, dtype, _cost_class,
-                               numba.get_num_threads())
+                               numba.get_num_threads(), outputs)
         if not ok:
             self.filter_reason = f"cost model: {words}"
             if verbosity() > 1:
@@ -122,6 +157,8 @@ class FusedSelector(ReasonSelector):
 
     def reset(self) -> None:
         self._domain = None
+        self._members = set()
+        self._read_small = set()
 
 
 def _canonical(name: str) -> str:
@@ -133,7 +170,7 @@ def _canonical(name: str) -> str:
 
 
 def _cost_class(node) -> str:
-    return FORWARD[node.op.name].cost_of(node.params)
+    return LOWERINGS[node.op.name].cost_of(node.params)
 
 
 class FusedProperty(SubgraphProperty):
@@ -143,6 +180,11 @@ class FusedProperty(SubgraphProperty):
     name = "fused"
     needs_shapes = True
     default_attrs = {"min_size": 2, **OPTIONS}
+    #: the operators it claims
+    lowerings = FORWARD
+    #: ``fn(nodes) -> int``: how many results a region of these nodes stores, for the cost
+    #: model (None: those no member reads)
+    count_outputs = None
 
     def set_options(self, **options) -> None:
         super().set_options(**options)
@@ -155,11 +197,32 @@ class FusedProperty(SubgraphProperty):
 
     def create_selector(self) -> SubgraphSelector:
         return FusedSelector(self.shapes, set(self.attrs["exclude_ops"]),
-                             self.attrs["cost_model"], self.attrs["min_size"])
+                             self.attrs["cost_model"], self.attrs["min_size"], self.lowerings,
+                             self.count_outputs)
 
     def create_runner(self, region: RegionCall):
         from .runner import fused_runner
         return fused_runner(region)
+
+
+class PointwiseFusionProperty(FusedProperty):
+    """The same rules over the whole forward+backward graph, for MXNET_USE_FUSION's pass
+    (``core/passes/fuse_pointwise.py``): it also claims the backward operators the gradient
+    pass inserted (``_backward_*``, gradient sums, head-gradient identities). ``zeros_like``
+    is left out: in a gradient graph it only stands for "no gradient here" and reads nothing.
+    Not part of the backend's property list (``MXNET_SUBGRAPH_BACKEND=fused`` partitions the
+    forward graph only); its regions become ``_FusedOp`` nodes (:mod:`.fusedop`)."""
+
+    name = "fuse_pointwise"
+    lowerings = {k: v for k, v in LOWERINGS.items() if k != "zeros_like"}
+
+    def serial_kernels(self, nodes) -> bool:
+        """Whether the kernels of a graph holding ``nodes`` run on one thread: yes when it
+        also runs BLAS (OpenBLAS's threads spin for a while after each call, and numba's
+        OpenMP threads then wait for a core: on 2 cores a training step of an MLP block took
+        3.5x longer with multi-threaded fused kernels, 0.72x the unfused step on one thread)."""
+        return any(n.op is not None and n.op.name.removeprefix("_backward_") in BLAS_OPS
+                   for n in nodes)
 
 
 def make_backend() -> SubgraphBackend:
