@@ -182,25 +182,35 @@ def _candidate_regions(sym, name, ctx, need_grad, shapes, dtypes, partition) -> 
 
 
 def _time_candidate(region: dict, ctx, need_grad: bool, repeat: int) -> dict:
-    """Median ms of the region run natively and by its backend (each bound on its own)."""
-    timings: dict[str, float] = {}
+    """Median ms of the region run natively and by its backend (each bound on its own), the
+    two timed in alternation so that drift in the machine's speed hits both alike."""
+    runs: dict[str, Any] = {}
     for label, backend in (("native", "NONE"), (region["backend"], region["backend"])):
         try:
-            timings[label] = _time_symbol(region, backend, ctx, need_grad, repeat)
+            runs[label] = _bound_run(region, backend, ctx, need_grad)
         except Exception as exc:  # noqa: BLE001 - a backend that fails loses the region
             log.warning("auto: timing region %s with %s failed: %s: %s", region["node"],
                         backend, type(exc).__name__, exc)
-            timings[label] = float("inf")
+    samples: dict[str, list[float]] = {label: [] for label in runs}
+    for _ in range(repeat):
+        for label, run in runs.items():
+            t0 = time.perf_counter()
+            run()
+            samples[label].append(time.perf_counter() - t0)
+    timings = {label: (statistics.median(samples[label]) * 1e3 if label in runs
+                       else float("inf")) for label in ("native", region["backend"])}
     return {"region": region["node"], "backend": region["backend"],
             "members": region["members"], "timings_ms": timings}
 
 
-def _time_symbol(region: dict, backend: str, ctx, need_grad: bool, repeat: int) -> float:
+def _bound_run(region: dict, backend: str, ctx, need_grad: bool):
+    """The region's inner graph bound with ``backend`` on random inputs, run once (kernels
+    compiled, sessions created); returns its run function."""
     sym = region["symbol"]
     shapes = dict(zip(region["input_names"], region["shapes"]))
     dtypes = dict(zip(region["input_names"], region["dtypes"]))
-    grad_req = "write" if need_grad else "null"
-    exe = sym.simple_bind(ctx, grad_req=grad_req, type_dict=dtypes, backend=backend, **shapes)
+    exe = sym.simple_bind(ctx, grad_req="write" if need_grad else "null", type_dict=dtypes,
+                          backend=backend, **shapes)
     rng = np.random.default_rng(0)
     for name, arr in list(exe.arg_dict.items()) + list(exe.aux_dict.items()):
         arr[...] = _random_like(rng, arr, name)
@@ -210,20 +220,23 @@ def _time_symbol(region: dict, backend: str, ctx, need_grad: bool, repeat: int) 
         exe.forward(is_train=need_grad)
         if need_grad:
             exe.backward(heads)
-    run()  # compiles / creates sessions
-    samples = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        run()
-        samples.append(time.perf_counter() - t0)
-    return statistics.median(samples) * 1e3
+    run()
+    return run
 
 
 def _random_like(rng, arr, name: str):
+    """Plausible values so deep regions stay finite: Glorot-uniform weights, variances and
+    scales near 1, small biases, data uniform in [-1, 1)."""
     if name.endswith(("_var", "_gamma")):  # variances (moving_var, Gluon's running_var), scales
         return rng.uniform(0.5, 1.5, arr.shape).astype(arr.dtype)
     if arr.dtype.kind in "iu":
         return rng.integers(0, 2, arr.shape).astype(arr.dtype)
+    if name.endswith("weight") and arr.ndim >= 2:
+        fan_out, fan_in = arr.shape[0], int(np.prod(arr.shape[1:]))
+        bound = np.sqrt(6.0 / (fan_in + fan_out))
+        return rng.uniform(-bound, bound, arr.shape).astype(arr.dtype)
+    if name.endswith(("bias", "_beta", "_mean")):
+        return rng.uniform(-0.1, 0.1, arr.shape).astype(arr.dtype)
     return rng.uniform(-1, 1, arr.shape).astype(arr.dtype)
 
 
