@@ -41,8 +41,8 @@ from typing import Any, NamedTuple
 
 from ..graph import Entry, Graph, IndexedGraph, Node, topo_order
 from ..subgraph.api import NodeShapes, SubgraphSelector
-from ..subgraph.partition import (_cycles, _discovery, _drop_cyclic_regions, _grow_regions,
-                                  _region_inputs, _region_outputs)
+from ..subgraph.partition import (cycles, discovery_order, drop_cyclic_regions, grow_regions,
+                                  region_inputs, region_outputs)
 from ..subgraph.plan import PartitionPlan, Region
 from ..symbol import Symbol, entry_name
 from .manager import apply_passes, register_pass
@@ -92,8 +92,8 @@ def _fuse_once(graph: Graph, prop, plan: PartitionPlan,
     prop.shapes = NodeShapes(ig, graph.attrs["shape"], graph.attrs["dtype"])
     prop.count_outputs = _output_counter(graph)
     selector = _Scoped(prop, _scopes(graph), allowed)
-    regions = _grow_regions(ig, selector, plan)
-    regions = _drop_cyclic_regions(ig, regions, plan)
+    regions = grow_regions(ig, selector, plan)
+    regions = drop_cyclic_regions(ig, regions, plan)
     regions = _drop_control_cycles(ig, regions, plan)
     regions, done = _contract_keeping_order(graph, regions, plan,
                                             prop.serial_kernels(ig.nodes))
@@ -140,7 +140,7 @@ class _Scoped(SubgraphSelector):
     """The backend's selector, kept to the seed's pass and context, to the ``allowed`` nodes
     (by id(); None: all), and off gpu contexts (fused kernels run on the CPU). Records the
     nodes it let in (``joined``) and those the backend's filter turned down (``filtered``).
-    Also the property ``_grow_regions`` asks for it."""
+    Also the property ``grow_regions`` asks for it."""
 
     def __init__(self, prop, scopes: dict[int, tuple], allowed: set[int] | None):
         self.attrs = prop.attrs
@@ -222,7 +222,7 @@ def _drop_control_cycles(ig: IndexedGraph, regions: list[list[int]],
             for p in preds:
                 if unit[p] != unit[nid]:
                     succ[unit[p]].add(unit[nid])
-        drop = sorted({max(u - n for u in comp if u >= n) for comp in _cycles(succ)
+        drop = sorted({max(u - n for u in comp if u >= n) for comp in cycles(succ)
                        if any(u >= n for u in comp)}, reverse=True)
         if not drop:
             break
@@ -274,13 +274,13 @@ def _contract(graph: Graph, regions: list[list[int]], serial: bool) -> _Contract
     or a control dependency changed."""
     ig = graph.indexed
     region_of = {nid: k for k, members in enumerate(regions) for nid in members}
-    consumers, discovery = ig.consumers(), _discovery(ig, graph.outputs)
+    consumers, discovery = ig.consumers(), discovery_order(ig, graph.outputs)
     heads = {(ig.node_id[id(e.node)], e.index) for e in graph.outputs}
     slot: dict[tuple[int, int], tuple[int, int]] = {}
     fused, inputs_of, entries = [], [], []
     for k, members in enumerate(regions):
-        outs = _region_outputs(ig, members, region_of, k, consumers, heads)
-        ins = _region_inputs(ig, members, region_of, k, discovery)
+        outs = region_outputs(ig, members, region_of, k, consumers, heads)
+        ins = region_inputs(ig, members, region_of, k, discovery)
         fused.append(_fused_node(graph, members, ins, outs, serial))
         inputs_of.append(ins)
         entries.append([ig.row_ptr[n] + i for n, i in outs])

@@ -17,14 +17,15 @@ from .api import SubgraphProperty
 from .plan import PartitionPlan, Region
 from .region import make_region_node
 
-__all__ = ["partition_symbol"]
+__all__ = ["partition_symbol", "grow_regions", "drop_cyclic_regions", "cycles",
+           "discovery_order", "region_inputs", "region_outputs"]
 
 
 def partition_symbol(sym: Symbol, prop: SubgraphProperty, backend: str, prop_index: int,
                      plan: PartitionPlan, options: dict | None = None) -> Symbol:
     """Partition ``sym`` with one property; returns ``sym`` itself when nothing is claimed."""
     ig = sym._indexed()
-    regions = _drop_cyclic_regions(ig, _grow_regions(ig, prop, plan), plan)
+    regions = drop_cyclic_regions(ig, grow_regions(ig, prop, plan), plan)
     if not regions:
         return sym
     want = [ig.nodes[i].name for i in ig.input_nodes]
@@ -50,7 +51,7 @@ def partition_symbol(sym: Symbol, prop: SubgraphProperty, backend: str, prop_ind
 
 
 # -- growing -------------------------------------------------------------------------------
-def _grow_regions(ig: IndexedGraph, prop: SubgraphProperty, plan: PartitionPlan) -> list[list[int]]:
+def grow_regions(ig: IndexedGraph, prop: SubgraphProperty, plan: PartitionPlan) -> list[list[int]]:
     consumers = ig.consumers()
     selector = prop.create_selector()
     taken: set[int] = set()
@@ -137,7 +138,7 @@ def _convexify(ig: IndexedGraph, region: set[int], consumers) -> tuple[set[int],
 
 
 # -- building ------------------------------------------------------------------------------
-def _discovery(ig: IndexedGraph, heads: list[Entry]) -> dict[int, int]:
+def discovery_order(ig: IndexedGraph, heads: list[Entry]) -> dict[int, int]:
     """DFS discovery (pre-order) index of every node, in the traversal list_inputs uses."""
     order: dict[int, int] = {}
     for head in heads:
@@ -156,7 +157,7 @@ def _discovery(ig: IndexedGraph, heads: list[Entry]) -> dict[int, int]:
 def _build(ig: IndexedGraph, heads: list[Entry], regions: list[list[int]],
            prop: SubgraphProperty, backend: str, prop_index: int, options: dict | None):
     region_of = {nid: k for k, members in enumerate(regions) for nid in members}
-    discovery = _discovery(ig, heads)
+    discovery = discovery_order(ig, heads)
     head_keys = {(ig.node_id[id(e.node)], e.index) for e in heads}
     consumers = ig.consumers()
     replaced: dict[int, Node] = {}          # id(original node) -> copy with new inputs
@@ -181,8 +182,8 @@ def _build(ig: IndexedGraph, heads: list[Entry], regions: list[list[int]],
             continue
         k = unit - len(ig.nodes)
         members = regions[k]
-        outs = _region_outputs(ig, members, region_of, k, consumers, head_keys)
-        ins = _region_inputs(ig, members, region_of, k, discovery)
+        outs = region_outputs(ig, members, region_of, k, consumers, head_keys)
+        ins = region_inputs(ig, members, region_of, k, discovery)
         rnode, names = make_region_node(ig, members, ins, outs, prop, backend, prop_index, k,
                                         options, outer)
         for j, key in enumerate(outs):
@@ -228,7 +229,7 @@ def _contracted_order(ig: IndexedGraph, regions: list[list[int]]) -> tuple[list[
     return order, left
 
 
-def _drop_cyclic_regions(ig: IndexedGraph, regions: list[list[int]],
+def drop_cyclic_regions(ig: IndexedGraph, regions: list[list[int]],
                          plan: PartitionPlan) -> list[list[int]]:
     """Convex regions can still close a cycle between them (A feeds B through outside nodes
     and B feeds A elsewhere); drop the latest-grown region of every such cycle until none is
@@ -236,7 +237,7 @@ def _drop_cyclic_regions(ig: IndexedGraph, regions: list[list[int]],
     n = len(ig.nodes)
     while True:
         _, left = _contracted_order(ig, regions)
-        drop = sorted({max(u - n for u in comp if u >= n) for comp in _cycles(left)},
+        drop = sorted({max(u - n for u in comp if u >= n) for comp in cycles(left)},
                       reverse=True)
         if not drop:
             return regions
@@ -245,7 +246,7 @@ def _drop_cyclic_regions(ig: IndexedGraph, regions: list[list[int]],
                 plan.decide(ig.nodes[nid].name, ig.nodes[nid].op.name, "cycle")
 
 
-def _cycles(succ: dict[int, set[int]]) -> list[set[int]]:
+def cycles(succ: dict[int, set[int]]) -> list[set[int]]:
     """The strongly connected components of more than one unit (iterative Tarjan)."""
     index: dict[int, int] = {}
     low: dict[int, int] = {}
@@ -287,7 +288,7 @@ def _cycles(succ: dict[int, set[int]]) -> list[set[int]]:
     return found
 
 
-def _region_outputs(ig, members, region_of, k, consumers, head_keys) -> list[tuple[int, int]]:
+def region_outputs(ig, members, region_of, k, consumers, head_keys) -> list[tuple[int, int]]:
     outs = set()
     for nid in members:
         for c in consumers[nid]:
@@ -301,7 +302,7 @@ def _region_outputs(ig, members, region_of, k, consumers, head_keys) -> list[tup
     return sorted(outs)
 
 
-def _region_inputs(ig, members, region_of, k, discovery) -> list[Entry]:
+def region_inputs(ig, members, region_of, k, discovery) -> list[Entry]:
     seen: dict[tuple[int, int], Entry] = {}
     for nid in members:
         for e in ig.nodes[nid].inputs:

@@ -16,7 +16,7 @@ from ..inference import dtype_seeds, run_inference, shape_seeds
 from ..symbol import Symbol
 from .api import NodeShapes, SubgraphBackend, get_backend, get_op_names
 from .auto import AUTO, OnlyNodesProperty, apply_auto
-from .partition import _grow_regions, partition_symbol
+from .partition import grow_regions, partition_symbol
 from .plan import PartitionPlan
 
 __all__ = ["resolve_backends", "parse_backend_spec", "apply_backends", "verbosity",
@@ -200,6 +200,6 @@ def node_shapes(sym: Symbol, input_shapes: dict, input_dtypes: dict) -> NodeShap
 def _mark_inference_only(sym: Symbol, prop, plan: PartitionPlan) -> None:
     ig = sym._indexed()
     dry = PartitionPlan()
-    for members in _grow_regions(ig, prop, dry):
+    for members in grow_regions(ig, prop, dry):
         for nid in members:
             plan.decide(ig.nodes[nid].name, ig.nodes[nid].op.name, "inference_only")
