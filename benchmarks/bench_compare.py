@@ -12,7 +12,6 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-import graphexec as gx  # noqa: E402
 from common import interleaved_medians  # noqa: E402
 from graphexec.core.compare.models import load_model, make_inputs  # noqa: E402
 
@@ -21,9 +20,7 @@ SINGLE = ["NONE", "onnxrt", "fused"]
 
 def bound(model, strategy: str, inputs: dict):
     t0 = time.perf_counter()
-    exe = model.symbol.simple_bind(gx.cpu(), grad_req="null", backend=strategy,
-                                   type_dict=dict(model.input_dtypes), **model.input_shapes)
-    exe.copy_params_from(model.arg_params, model.aux_params, allow_extra_params=True)
+    exe = model.bind(strategy)
     bind_s = time.perf_counter() - t0
     for name, value in inputs.items():
         exe.arg_dict[name][...] = value

@@ -15,3 +15,14 @@ def subgraph_clean(monkeypatch):
     yield
     api._OP_NAMES.clear()
     api._OP_NAMES.update(saved)
+
+
+@pytest.fixture(scope="module")
+def fused_kernel_cache(request, tmp_path_factory):
+    """The fused backend's kernels compiled once per checkout: pytest's cache folder when
+    available (GRAPHEXEC_CACHE_DIR points there for the module)."""
+    store = getattr(request.config, "cache", None)
+    folder = store.mkdir("graphexec_fused") if store else tmp_path_factory.mktemp("fused")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("GRAPHEXEC_CACHE_DIR", str(folder))
+        yield folder

@@ -448,3 +448,12 @@ def test_options_through_the_environment_and_their_precedence(monkeypatch):
     monkeypatch.setenv("MXNET_SUBGRAPH_BACKEND", "default:colour=red")
     with pytest.raises(gx.GraphexecError, match=r"unknown option\(s\) \['colour'\]"):
         y.simple_bind(gx.cpu(), x=(2,))
+
+
+def test_exclude_ops_is_applied_by_the_partitioner_for_every_property():
+    # the default backend's selector knows nothing of exclude_ops; aliases name their op
+    plan = gx.partition(_net(), "default", op_names={"exp", "sin", "cos", "elemwise_add"},
+                        exclude_ops=["_plus"])
+    assert plan.nodes["add"].reason == "excluded by the exclude_ops option"
+    assert plan.nodes["add"].region is None
+    assert {m for r in plan.regions for m in r.members} == {"e", "s", "c"}

@@ -25,18 +25,9 @@ from graphexec.core.errors import GraphexecError  # noqa: E402
 from refcase_replay import Replay, case_names, load_case, tolerance  # noqa: E402
 
 S = gx.sym
-pytestmark = pytest.mark.usefixtures("subgraph_clean")
+pytestmark = pytest.mark.usefixtures("subgraph_clean", "fused_kernel_cache")
 TOL = {"float16": (2e-2, 2e-2), "float32": (1e-5, 1e-6), "float64": (1e-12, 1e-14)}
 CLAIM_ALL = {"fused": {"cost_model": False}}
-
-
-@pytest.fixture(scope="module", autouse=True)
-def kernel_cache(request, tmp_path_factory):
-    store = getattr(request.config, "cache", None)
-    folder = store.mkdir("graphexec_fused") if store else tmp_path_factory.mktemp("fused")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("GRAPHEXEC_CACHE_DIR", str(folder))
-        yield folder
 
 
 def train(monkeypatch, sym, args: dict, fusion: bool, req: str = "write", backend=None,

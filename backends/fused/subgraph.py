@@ -71,11 +71,10 @@ class FusedSelector(ReasonSelector):
     reads a value of a smaller shape from another member: such values (gradients summed over
     broadcast axes) are computed by the kernel only as region outputs."""
 
-    def __init__(self, shapes, exclude: set[str], cost_model: bool, min_size: int = 2,
-                 lowerings=FORWARD, count_outputs=None):
+    def __init__(self, shapes, cost_model: bool, min_size: int = 2, lowerings=FORWARD,
+                 count_outputs=None):
         super().__init__()
         self._shapes = shapes
-        self._exclude = {_canonical(name) for name in exclude}
         self._cost_model = cost_model
         self._min_size = min_size
         self._lowerings = lowerings
@@ -91,8 +90,6 @@ class FusedSelector(ReasonSelector):
         if problem:
             return problem
         name = node.op.name
-        if name in self._exclude:
-            return "excluded by the exclude_ops option"
         lowering = self._lowerings.get(name)
         if lowering is None:
             return f"no fused lowering for {name}"
@@ -161,14 +158,6 @@ class FusedSelector(ReasonSelector):
         self._read_small = set()
 
 
-def _canonical(name: str) -> str:
-    """An op's canonical name for an alias (``_plus`` -> ``elemwise_add``); other names as
-    given."""
-    from graphexec.core.ops.registry import find_op
-    op = find_op(name)
-    return op.name if op is not None else name
-
-
 def _cost_class(node) -> str:
     return LOWERINGS[node.op.name].cost_of(node.params)
 
@@ -196,9 +185,8 @@ class FusedProperty(SubgraphProperty):
                                  f"expected True or False")
 
     def create_selector(self) -> SubgraphSelector:
-        return FusedSelector(self.shapes, set(self.attrs["exclude_ops"]),
-                             self.attrs["cost_model"], self.attrs["min_size"], self.lowerings,
-                             self.count_outputs)
+        return FusedSelector(self.shapes, self.attrs["cost_model"], self.attrs["min_size"],
+                             self.lowerings, self.count_outputs)
 
     def create_runner(self, region: RegionCall):
         from .runner import fused_runner

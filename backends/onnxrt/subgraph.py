@@ -35,20 +35,17 @@ _FLOAT32 = np.dtype("float32")
 
 class OnnxrtSelector(ReasonSelector):
     """Claims a node when a converter exists, its ``supports(node, input_shapes)`` is True,
-    the op is not excluded, and every input and output is float32 (ONNX Runtime's CPU kernels
+    and every input and output is float32 (ONNX Runtime's CPU kernels
     cover float32 for every converted op; other dtypes stay native)."""
 
-    def __init__(self, exclude: set[str], shapes):
+    def __init__(self, shapes):
         from .converters import CONVERTERS
         super().__init__()
         self._converters = CONVERTERS
-        self._exclude = set(exclude)
         self._shapes = shapes
 
     def reason(self, node) -> str | None:
         name = node.op.name
-        if name in self._exclude:
-            return "excluded by the exclude_ops option"
         conv = self._converters.get(name)
         if conv is None:
             return f"no ONNX converter for {name}"
@@ -78,7 +75,7 @@ class OnnxrtProperty(SubgraphProperty):
         check_options({k: self.attrs[k] for k in OPTIONS})
 
     def create_selector(self) -> SubgraphSelector:
-        return OnnxrtSelector(set(self.attrs["exclude_ops"]), self.shapes)
+        return OnnxrtSelector(self.shapes)
 
     def create_runner(self, region: RegionCall):
         from .session import region_runner

@@ -22,7 +22,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..errors import GraphexecError
-from .measure import backend_text, run_strategy
+from .measure import run_strategy
 
 __all__ = ["compare", "diff_plan", "parse_strategies", "REFERENCE"]
 
@@ -137,18 +137,11 @@ def diff_plan(model: Any, strategy_a: str, strategy_b: str, *, shapes: dict | No
     """The operator nodes that moved between two strategies' partitionings: one dict per
     node whose backend, or whose region's membership, differs (``node``, ``op``, ``a``,
     ``b``: 'backend (region of N ops)' or 'native: reason')."""
-    from ..context import cpu
     from .models import Model, load_model
     if not isinstance(model, Model):
         model = load_model(model, shapes=shapes)
-    plans = []
-    params = set(model.arg_params)
-    for strategy in (strategy_a, strategy_b):
-        grad_req = {n: ("write" if train and n in params else "null")
-                    for n in model.symbol.list_arguments()}
-        exe = model.symbol.simple_bind(cpu(), grad_req=grad_req, backend=backend_text(strategy),
-                                       type_dict=dict(model.input_dtypes), **model.input_shapes)
-        plans.append(exe.partition_plan)
+    plans = [model.bind(s, train=train, params=False).partition_plan
+             for s in (strategy_a, strategy_b)]
     placed = [_placements(p) for p in plans]
     moved = []
     for node in model.symbol._indexed().nodes:

@@ -177,13 +177,10 @@ def add_info(sub: argparse._SubParsersAction) -> None:
 
 
 def run_info(args: argparse.Namespace) -> int:
-    from ..context import cpu
     model = _load(args)
     console = _console()
     console.print(model.summary())
-    exe = model.symbol.simple_bind(cpu(), grad_req="null", type_dict=dict(model.input_dtypes),
-                                   backend="NONE", **model.input_shapes)
-    plan = exe.memory_plan
+    plan = model.bind("NONE", params=False).memory_plan
     console.print(f"memory (inference bind): planned {plan['planned_bytes'] / 2**20:.1f} MB, "
                   f"without reuse {plan['unplanned_bytes'] / 2**20:.1f} MB")
     return 0
@@ -201,15 +198,12 @@ def add_plot(sub: argparse._SubParsersAction) -> None:
 
 
 def run_plot(args: argparse.Namespace) -> int:
-    from ..context import cpu
-    from .measure import backend_text
     from .plot import plot_model
     model = _load(args)
     plan = None
     if args.backend:
-        exe = model.symbol.simple_bind(cpu(), grad_req="null", backend=backend_text(args.backend),
-                                       type_dict=dict(model.input_dtypes), **model.input_shapes)
-        plan = exe.partition_plan.to_dict() if exe.partition_plan is not None else None
+        parted = model.bind(args.backend, params=False).partition_plan
+        plan = parted.to_dict() if parted is not None else None
     plot_model(model.symbol, args.output, plan=plan, title=model.name,
                hide_weights=not args.weights)
     _console().print(f"graph written to {args.output}")

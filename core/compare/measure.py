@@ -15,16 +15,10 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..context import cpu
 from ..random import seed as seed_random
 from ..subgraph.region import REGION_OP
 
-__all__ = ["backend_text", "run_strategy", "latency_stats", "peak_rss"]
-
-
-def backend_text(strategy: str) -> str:
-    """The ``backend=`` text of a strategy (``+`` chains become commas)."""
-    return strategy.replace("+", ",").strip()
+__all__ = ["run_strategy", "latency_stats", "peak_rss"]
 
 
 def latency_stats(samples_s: list[float]) -> dict:
@@ -75,18 +69,13 @@ def run_strategy(model, strategy: str, inputs: dict[str, np.ndarray], *, train: 
     parameter gradients) by name, to compare with the reference. ``step(phase)`` is called
     as each phase starts (progress display). Exceptions propagate: the caller records them."""
     step = step or (lambda phase: None)
-    sym = model.symbol
-    params = set(model.arg_params)
-    grad_req = {n: ("write" if train and n in params else "null") for n in sym.list_arguments()}
     row: dict[str, Any] = {"strategy": strategy, "error": None}
 
     step("bind")
     gc.collect()  # the previous strategy's executor goes before the peak is reset
     rss_base = peak_rss(reset=True)
     t0 = time.perf_counter()
-    exe = sym.simple_bind(cpu(), grad_req=grad_req, type_dict=dict(model.input_dtypes),
-                          backend=backend_text(strategy), **model.input_shapes)
-    exe.copy_params_from(model.arg_params, model.aux_params, allow_extra_params=True)
+    exe = model.bind(strategy, train=train)
     row["bind_s"] = time.perf_counter() - t0
     for name, value in inputs.items():
         exe.arg_dict[name][...] = value
@@ -117,7 +106,8 @@ def run_strategy(model, strategy: str, inputs: dict[str, np.ndarray], *, train: 
     row["peak_rss_bytes"] = peak = peak_rss()
     # what this strategy added on top of the process (libraries loaded, sessions, kernels)
     row["rss_growth_bytes"] = None if peak is None or rss_base is None else peak - rss_base
-    row.update(_partition_figures(exe, sym, params | set(model.aux_params)))
+    kept = set(model.arg_params) | set(model.aux_params)
+    row.update(_partition_figures(exe, model.symbol, kept))
     if row["plan"] and row["plan"]["decisions"]:
         row["auto"] = {"decisions": row["plan"]["decisions"]}
     return row, values

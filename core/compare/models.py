@@ -3,8 +3,7 @@ a Symbol) into a :class:`Model` ready to bind: the symbol, every parameter (load
 initialised), and the shapes and dtypes of its inputs.
 
 >>> model = load_model("examples/lenet_small", shapes={"data": (2, 1, 16, 16)})
->>> exe = model.symbol.simple_bind(gx.cpu(), grad_req="null", **model.input_shapes)
->>> exe.copy_params_from(model.arg_params, model.aux_params)
+>>> exe = model.bind("NONE")          # or "onnxrt", "fused:cost_model=false", "onnxrt+fused"
 >>> outputs = exe.forward(**make_inputs(model))
 
 A name in :data:`~graphexec.core.compare.zoo.ZOO` wins over a file of the same name (write
@@ -67,6 +66,20 @@ class Model:
 
     def _params(self) -> Iterable[np.ndarray]:
         return [*self.arg_params.values(), *self.aux_params.values()]
+
+    def bind(self, strategy: str = "NONE", train: bool = False, params: bool = True):
+        """An executor of the model on the CPU partitioned by ``strategy`` (a backend text;
+        ``+`` chains backends); with ``train`` every parameter gets a gradient (inputs none);
+        with ``params`` the parameters are copied in."""
+        from ..context import cpu
+        grad_req = {n: ("write" if train and n in self.arg_params else "null")
+                    for n in self.symbol.list_arguments()}
+        exe = self.symbol.simple_bind(cpu(), grad_req=grad_req, type_dict=dict(self.input_dtypes),
+                                      backend=strategy.replace("+", ",").strip(),
+                                      **self.input_shapes)
+        if params:
+            exe.copy_params_from(self.arg_params, self.aux_params, allow_extra_params=True)
+        return exe
 
     def op_counts(self) -> dict[str, int]:
         """Operator name -> node count, most frequent first."""

@@ -44,6 +44,7 @@ from ..subgraph.api import NodeShapes, SubgraphSelector
 from ..subgraph.partition import (cycles, discovery_order, drop_cyclic_regions, grow_regions,
                                   region_inputs, region_outputs)
 from ..subgraph.plan import PartitionPlan, Region
+from ..subgraph.region import region_input_names
 from ..symbol import Symbol, entry_name
 from .manager import apply_passes, register_pass
 
@@ -320,12 +321,7 @@ def _fused_node(graph: Graph, members: list[int], ins: list[Entry],
     ig = graph.indexed
     var_of: dict[tuple[int, int], Node] = {}
     origin: dict[int, int] = {}  # id(inner node) -> its first entry id in ``graph``
-    used: set[str] = set()
-    for e in ins:
-        name = e.node.name if e.node.op is None else entry_name(e)
-        while name in used:
-            name += "_"
-        used.add(name)
+    for e, name in zip(ins, region_input_names(ins)):
         key = (ig.node_id[id(e.node)], e.index)
         var_of[key] = Node(None, name)
         origin[id(var_of[key])] = ig.row_ptr[key[0]] + key[1]

@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from ..graph import Node
     from ..symbol import Symbol
 
-__all__ = ["SubgraphSelector", "ReasonSelector", "OpNameSelector", "SubgraphProperty", "SubgraphBackend",
+__all__ = ["SubgraphSelector", "ReasonSelector", "OpNameSelector", "VetoSelector", "SubgraphProperty", "SubgraphBackend",
            "RegionCall", "NodeShapes", "register_backend", "get_backend", "list_backends", "set_op_names",
            "get_op_names"]
 
@@ -101,6 +101,36 @@ class OpNameSelector(SubgraphSelector):
 
     def select_output(self, node, output_node):
         return self._ok(output_node)
+
+
+class VetoSelector(SubgraphSelector):
+    """``inner`` kept off the nodes ``veto(node)`` objects to (it returns the reason, which the
+    partition plan records, or None). The partitioner applies a property's ``exclude_ops``
+    this way; the ``auto`` strategy limits each backend to the nodes it won."""
+
+    def __init__(self, inner: SubgraphSelector, veto: Callable[["Node"], str | None]):
+        self.inner, self.veto = inner, veto
+
+    def select(self, node):
+        return self.veto(node) is None and self.inner.select(node)
+
+    def why_not(self, node):
+        return self.veto(node) or self.inner.why_not(node)
+
+    def select_input(self, node, input_node):
+        return self.veto(input_node) is None and self.inner.select_input(node, input_node)
+
+    def select_output(self, node, output_node):
+        return self.veto(output_node) is None and self.inner.select_output(node, output_node)
+
+    def filter(self, candidates):
+        self.inner.filter_reason = None
+        kept = self.inner.filter(candidates)
+        self.filter_reason = self.inner.filter_reason
+        return kept
+
+    def reset(self):
+        self.inner.reset()
 
 
 class RegionCall:
@@ -199,7 +229,7 @@ class SubgraphProperty:
 
     def create_selector(self) -> SubgraphSelector:
         """The selector for one partitioning run."""
-        return OpNameSelector(set(self.attrs["op_names"]) - set(self.attrs["exclude_ops"]))
+        return OpNameSelector(set(self.attrs["op_names"]))
 
     def create_subgraph_node(self, subgraph: "Symbol", subgraph_id: int, backend: str) -> dict:
         """Name and attributes of the node that replaces region ``subgraph_id``: returns

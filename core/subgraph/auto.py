@@ -31,7 +31,8 @@ import numpy as np
 
 from ..errors import GraphexecError
 from ..hookspecs import hookimpl
-from .api import SubgraphBackend, SubgraphProperty, SubgraphSelector, get_backend, list_backends
+from .api import (SubgraphBackend, SubgraphProperty, SubgraphSelector, VetoSelector,
+                  list_backends)
 from .plan import PartitionPlan
 
 __all__ = ["AUTO", "AutoProperty", "OnlyNodesProperty", "make_auto_backend", "apply_auto",
@@ -76,35 +77,6 @@ def graphexec_register_subgraph_backends(register) -> None:
     register(AUTO, make_auto_backend)
 
 
-class _OnlyNodes(SubgraphSelector):
-    """A backend's selector limited to the nodes that backend won."""
-
-    def __init__(self, inner: SubgraphSelector, allowed: set[str]):
-        self.inner, self.allowed = inner, allowed
-
-    def select(self, node):
-        return node.name in self.allowed and self.inner.select(node)
-
-    def why_not(self, node):
-        if node.name not in self.allowed:
-            return "auto: native or another backend measured faster"
-        return self.inner.why_not(node)
-
-    def select_input(self, node, input_node):
-        return input_node.name in self.allowed and self.inner.select_input(node, input_node)
-
-    def select_output(self, node, output_node):
-        return output_node.name in self.allowed and self.inner.select_output(node, output_node)
-
-    def filter(self, candidates):
-        kept = self.inner.filter(candidates)
-        self.filter_reason = self.inner.filter_reason
-        return kept
-
-    def reset(self):
-        self.inner.reset()
-
-
 class OnlyNodesProperty(SubgraphProperty):
     """``prop`` whose selector only claims ``allowed`` nodes (regions still run through the
     backend's own property: the region node names the backend and property index)."""
@@ -115,7 +87,10 @@ class OnlyNodesProperty(SubgraphProperty):
         self._prop, self._allowed = prop, allowed
 
     def create_selector(self):
-        return _OnlyNodes(self._prop.create_selector(), self._allowed)
+        allowed = self._allowed
+        return VetoSelector(self._prop.create_selector(), lambda node: None
+                            if node.name in allowed
+                            else "auto: native or another backend measured faster")
 
     def create_subgraph_node(self, *args, **kwargs):
         return self._prop.create_subgraph_node(*args, **kwargs)

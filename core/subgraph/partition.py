@@ -13,7 +13,8 @@ import heapq
 
 from ..graph import Entry, IndexedGraph, Node
 from ..symbol import Symbol, entry_name
-from .api import SubgraphProperty
+from ..ops.registry import find_op
+from .api import SubgraphProperty, SubgraphSelector, VetoSelector
 from .plan import PartitionPlan, Region
 from .region import make_region_node
 
@@ -53,7 +54,7 @@ def partition_symbol(sym: Symbol, prop: SubgraphProperty, backend: str, prop_ind
 # -- growing -------------------------------------------------------------------------------
 def grow_regions(ig: IndexedGraph, prop: SubgraphProperty, plan: PartitionPlan) -> list[list[int]]:
     consumers = ig.consumers()
-    selector = prop.create_selector()
+    selector = _excluding(prop.create_selector(), prop.attrs.get("exclude_ops") or ())
     taken: set[int] = set()
     regions: list[list[int]] = []
     for nid, node in enumerate(ig.nodes):
@@ -77,6 +78,17 @@ def grow_regions(ig: IndexedGraph, prop: SubgraphProperty, plan: PartitionPlan) 
         taken |= kept
         regions.append(sorted(kept))
     return regions
+
+
+def _excluding(selector, exclude_ops) -> SubgraphSelector:
+    """``selector`` kept off the operators named in a property's ``exclude_ops`` (aliases
+    such as ``_plus`` name their operator)."""
+    if not exclude_ops:
+        return selector
+    excluded = {op.name if op is not None else name
+                for name, op in ((n, find_op(n)) for n in exclude_ops)}
+    return VetoSelector(selector, lambda node: "excluded by the exclude_ops option"
+                        if node.op.name in excluded else None)
 
 
 def _grow(ig: IndexedGraph, seed: int, selector, taken: set[int], consumers) -> list[int]:

@@ -18,7 +18,8 @@ from ..ops.common import known
 from ..ops.registry import OpDef, ShapeConflict, register_op
 from ..symbol import Symbol, entry_name
 
-__all__ = ["REGION_OP", "make_region_node", "region_params", "region_kernel", "link_regions"]
+__all__ = ["REGION_OP", "make_region_node", "region_input_names", "region_params",
+           "region_kernel", "link_regions"]
 
 
 class RegionParams(Params):
@@ -185,13 +186,9 @@ REGION_OP = register_op(OpDef(
 REGION_OP.subgraph_params = _params_from_node
 
 
-def make_region_node(ig: IndexedGraph, members: list[int], ins: list[Entry],
-                     outs: list[tuple[int, int]], prop, backend: str, prop_index: int,
-                     region_id: int, options: dict | None, outer) -> tuple[Node, list[str]]:
-    """Copy the member nodes into an inner symbol whose variables stand for ``ins`` and whose
-    outputs are ``outs``; return the region node (inputs mapped through ``outer``)."""
-    member_set = set(members)
-    var_of: dict[tuple[int, int], Entry] = {}
+def region_input_names(ins: list[Entry]) -> list[str]:
+    """Names of the inner variables standing for a region's inputs ``ins``: a variable's own
+    name, else the entry's (``<node>_output``), made unique with trailing underscores."""
     names: list[str] = []
     used: set[str] = set()
     for e in ins:
@@ -200,6 +197,18 @@ def make_region_node(ig: IndexedGraph, members: list[int], ins: list[Entry],
             name += "_"
         used.add(name)
         names.append(name)
+    return names
+
+
+def make_region_node(ig: IndexedGraph, members: list[int], ins: list[Entry],
+                     outs: list[tuple[int, int]], prop, backend: str, prop_index: int,
+                     region_id: int, options: dict | None, outer) -> tuple[Node, list[str]]:
+    """Copy the member nodes into an inner symbol whose variables stand for ``ins`` and whose
+    outputs are ``outs``; return the region node (inputs mapped through ``outer``)."""
+    member_set = set(members)
+    names = region_input_names(ins)
+    var_of: dict[tuple[int, int], Entry] = {}
+    for e, name in zip(ins, names):
         attrs = dict(e.node.attrs) if e.node.op is None else {}
         var_of[(ig.node_id[id(e.node)], e.index)] = Entry(Node(None, name, attrs))
     copies: dict[int, Node] = {}

@@ -2,7 +2,7 @@
 default backend registers, and helpers for array-module-generic code (numpy or CuPy)."""
 from __future__ import annotations
 
-from functools import partial
+from functools import lru_cache, partial
 from typing import Callable
 
 import numpy as np
@@ -84,7 +84,6 @@ def sequence(steps: list) -> Callable[[], None]:
 #: over the rows of the data, takes the vectorised loop.
 _BLOCK_LIMIT = 1 << 16
 _BLOCK_MIN = 256
-_CONSTANTS: dict[tuple, np.ndarray] = {}
 
 
 def bound_by_scalar(xp, ufunc: str, x, value, out) -> Callable[[], None]:
@@ -97,7 +96,7 @@ def bound_by_scalar(xp, ufunc: str, x, value, out) -> Callable[[], None]:
     if (xp is not np or block is None or x.dtype != out.dtype or x.shape != out.shape
             or not (x.flags.c_contiguous and out.flags.c_contiguous)):
         return partial(fn, x, scalar_operand(xp, value, out), out=out)
-    return partial(fn, x.reshape(-1, block), _constant(out.dtype, value, block),
+    return partial(fn, x.reshape(-1, block), _constant(out.dtype, np.asarray(value).item(), block),
                    out=out.reshape(-1, block))
 
 
@@ -113,11 +112,8 @@ def _block_size(shape: tuple) -> int | None:
     return best
 
 
-def _constant(dtype, value, n: int) -> np.ndarray:
-    dtype = np.dtype(dtype)
-    key = (dtype.str, repr(value), n)
-    arr = _CONSTANTS.get(key)
-    if arr is None:
-        arr = _CONSTANTS[key] = np.full(n, value, dtype)
-        arr.flags.writeable = False
+@lru_cache(maxsize=64)  # shared between kernels; bounded: a block is up to 256 KiB
+def _constant(dtype: np.dtype, value, n: int) -> np.ndarray:
+    arr = np.full(n, value, dtype)
+    arr.flags.writeable = False
     return arr
