@@ -6,19 +6,29 @@ backends.
 >>> exe = (2 * a + b).bind(gx.cpu(), {'a': np.array([1, 2], 'f4'), 'b': np.array([2, 3], 'f4')})
 >>> exe.forward()[0]
 array([4., 7.], dtype=float32)
+
+This module is the public facade: it imports the whole stack (the core's layers, the
+backends' public APIs, the tools) and, last, loads the plugins that fill the registries
+(``core/startup.py``). Its imports are absolute, so that the repository root imported under
+another name (pytest does, the checkout being the package) yields the same modules.
 """
-from .backends.onnxrt import api as onnx
-from .core import model, name, random, subgraph, sym
-from .core.bucketing import BucketingExecutor
-from .core.compare import compare
-from .core.context import Context, cpu, current_context, gpu
-from .core.errors import *  # noqa: F401,F403 - the exception hierarchy is public
-from .core.errors import GraphexecError, MXNetError
-from .core.executor import Executor
-from .core.hookspecs import hookimpl
-from .core.naming import AttrScope
-from .core.subgraph import list_backends
-from .core.subgraph.frontend import partition, validate_partition
+from graphexec.backends.onnxrt import api as onnx
+from graphexec.core import subgraph
+from graphexec.core.hookspecs import hookimpl
+from graphexec.core.ir import random
+from graphexec.core.ir.context import Context, cpu, current_context, gpu
+from graphexec.core.ir.errors import *  # noqa: F401,F403 - the exception hierarchy is public
+from graphexec.core.ir.errors import GraphexecError, MXNetError
+from graphexec.core.runtime.bucketing import BucketingExecutor
+from graphexec.core.runtime.executor import Executor
+from graphexec.core.startup import load_plugins
+from graphexec.core.subgraph import list_backends
+from graphexec.core.subgraph.frontend import partition, validate_partition
+from graphexec.core.symbol import model
+from graphexec.core.symbol import naming as name
+from graphexec.core.symbol import sym
+from graphexec.core.symbol.naming import AttrScope
+from graphexec.tools.compare import compare
 
 symbol = sym
 attribute = name
@@ -26,6 +36,8 @@ attribute = name
 __version__ = "0.1.0"
 
 __all__ = ["sym", "symbol", "model", "name", "random", "Context", "cpu", "gpu",
-           "current_context", "Executor", "BucketingExecutor", "GraphexecError", "MXNetError", "AttrScope",
-           "hookimpl", "attribute", "subgraph", "list_backends", "partition",
+           "current_context", "Executor", "BucketingExecutor", "GraphexecError", "MXNetError",
+           "AttrScope", "hookimpl", "attribute", "subgraph", "list_backends", "partition",
            "validate_partition", "onnx", "compare"]
+
+load_plugins()

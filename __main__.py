@@ -1,5 +1,5 @@
 """``python -m graphexec``: the ``graphexec`` command line."""
-from .core.cli import main
+from .tools.cli import main
 
 if __name__ == "__main__":
     raise SystemExit(main())

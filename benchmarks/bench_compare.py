@@ -13,7 +13,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(__file__))
 from common import interleaved_medians  # noqa: E402
-from graphexec.core.compare.models import load_model, make_inputs  # noqa: E402
+
+from graphexec.tools.compare.models import load_model, make_inputs  # noqa: E402
 
 SINGLE = ["NONE", "onnxrt", "fused"]
 

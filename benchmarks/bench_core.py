@@ -15,8 +15,9 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-import graphexec as gx  # noqa: E402
 from common import interleaved_medians, median_time, mxnet_ms  # noqa: E402
+
+import graphexec as gx  # noqa: E402
 
 MXNET_PER_OP_US = 0.69          # MXNet 1.9.1, bulk execution on, measured on this machine class
 MXNET_BIND_S = {1000: 0.010, 5000: 0.050, 20000: 0.26}

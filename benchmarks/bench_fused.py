@@ -24,8 +24,9 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-import graphexec as gx  # noqa: E402
 from common import interleaved_medians  # noqa: E402
+
+import graphexec as gx  # noqa: E402
 
 GOALS = {"arithmetic": 1.5, "transcendental": 2.5}
 

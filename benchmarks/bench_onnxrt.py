@@ -19,9 +19,10 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-import graphexec as gx  # noqa: E402
 from bench_memory import resnet18  # noqa: E402
 from common import interleaved_medians, mxnet_ms  # noqa: E402
+
+import graphexec as gx  # noqa: E402
 
 MXNET_MS = {1: 44.5, 16: 683.0}
 

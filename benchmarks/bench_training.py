@@ -15,8 +15,9 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-import graphexec as gx  # noqa: E402
 from common import interleaved_medians, mxnet_ms  # noqa: E402
+
+import graphexec as gx  # noqa: E402
 
 MXNET_MS = {"train": 3.98, "infer": 1.33}     # MXNet 1.9.1, OMP_NUM_THREADS=2, this machine class
 BATCH, SIZES = 64, (784, 512, 512, 10)

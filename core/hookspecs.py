@@ -29,17 +29,22 @@ def graphexec_register_ops(register: Callable[[Any], Any]) -> None:
 def graphexec_register_kernels(registry: Any) -> None:
     """Register kernel factories: ``registry.register(op_name, factory, device="any")``.
 
-    ``registry`` is the process-wide :class:`graphexec.core.kernels.KernelRegistry`; a factory
-    takes a ``KernelCall`` and returns a zero-argument callable (see ``core/kernels.py``).
+    ``registry`` is the process-wide :class:`graphexec.core.runtime.kernels.KernelRegistry`; a factory
+    takes a ``KernelCall`` and returns a zero-argument callable (see ``core/runtime/kernels.py``).
     Called once, after every plugin's ops are registered.
     """
 
 
 @hookspec
 def graphexec_register_passes(register: Callable[..., Any]) -> None:
-    """Add graph passes: ``register(name, requires=(...))(fn)`` with ``fn: Graph -> Graph``.
+    """Add graph passes: ``register(name, requires=(...), stage=None)(fn)`` with
+    ``fn: Graph -> Graph``.
 
-    Passes are pure: they return a new Graph (or the input unchanged). Called once at start-up.
+    Passes are pure: they return a new Graph (or the input unchanged). ``requires`` names the
+    graph attributes the pass reads. With ``stage`` (one of
+    ``graphexec.core.passes.manager.STAGES``, e.g. ``"after_gradient"``) the bind pipeline
+    runs the pass at that point of every bind, without knowing it by name (the fused
+    backend's MXNET_USE_FUSION pass is registered so). Called once at start-up.
     """
 
 

@@ -1,6 +1,12 @@
 """The plugin manager: loads built-in plugins from plugins.toml and third-party ones from the
 ``graphexec.plugins`` entry-point group, and calls their hooks one plugin at a time so that a
-failing plugin is reported by name without taking the others down."""
+failing plugin is reported by name without taking the others down.
+
+This module sits at the bottom of the core: it knows the hook specifications and nothing
+else. ``core/startup.py`` (the top of the core, run by ``import graphexec``) loads the
+plugins and hands each registry to its hook; the layers in between only :func:`notify`
+observers (``graphexec_executor_bound``, ``graphexec_partition_done``, ...).
+"""
 from __future__ import annotations
 
 import importlib
@@ -14,14 +20,14 @@ from typing import Any, Callable
 import pluggy
 
 from . import hookspecs
-from .errors import PluginError
+from .ir.errors import PluginError
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-__all__ = ["Plugins", "plugin_manager", "plugin_config", "PLUGINS_TOML"]
+__all__ = ["Plugins", "plugin_manager", "plugin_config", "install", "notify", "PLUGINS_TOML"]
 
 PLUGINS_TOML = Path(__file__).resolve().parent.parent / "plugins.toml"
 
@@ -88,19 +94,24 @@ class Plugins:
             self.call_each(hook_name, **kwargs)
 
 
-_PLUGINS: Plugins | None = None
+_ACTIVE: Plugins | None = None
+
+
+def install(plugins: Plugins) -> None:
+    """Make ``plugins`` the process-wide manager (``core/startup.py`` does, once loaded)."""
+    global _ACTIVE
+    _ACTIVE = plugins
 
 
 def plugin_manager() -> Plugins:
-    """The process-wide plugin manager (created, loaded and its ops registered on first use)."""
-    global _PLUGINS
-    if _PLUGINS is None:
-        from .ops.registry import register_op
-        from .passes.manager import register_pass
-        _PLUGINS = Plugins(plugin_config())
-        _PLUGINS.load()
-        _PLUGINS.call_each("graphexec_register_ops", register=register_op)
-        _PLUGINS.call_each("graphexec_register_passes", register=register_pass)
-        from .subgraph.api import register_backend
-        _PLUGINS.call_each("graphexec_register_subgraph_backends", register=register_backend)
-    return _PLUGINS
+    """The process-wide plugin manager, loaded when ``graphexec`` was imported."""
+    if _ACTIVE is None:
+        raise PluginError("graphexec's plugins are not loaded: import graphexec first (its "
+                          "import loads them; see core/startup.py)")
+    return _ACTIVE
+
+
+def notify(hook_name: str, **kwargs: Any) -> None:
+    """Call the observer hook ``hook_name`` of every plugin (nothing before loading)."""
+    if _ACTIVE is not None:
+        _ACTIVE.notify(hook_name, **kwargs)

@@ -1,4 +1,4 @@
-"""MXNet's ``.params`` binary (``graphexec.core.ndarray_io``) and checkpoints (``gx.model``).
+"""MXNet's ``.params`` binary (``graphexec.core.symbol.ndarray_io``) and checkpoints (``gx.model``).
 
 Files under tests/data/checkpoint were written by MXNet 1.9.1 (``make_params_cases.py``);
 ``nd_loaded.npz`` holds what MXNet itself read back from each of them."""
@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 
 import graphexec as gx
-from graphexec.core import ndarray_io
-from graphexec.core.attrs import DType
-from graphexec.core.errors import GraphexecError, ParamsFormatError
-from graphexec.core.graph import Entry, Node
+from graphexec.core.ir.attrs import DType
+from graphexec.core.ir.errors import GraphexecError, ParamsFormatError
+from graphexec.core.ir.graph import Entry, Node
 from graphexec.core.ops.registry import OpDef
-from graphexec.core.symbol import Symbol
+from graphexec.core.symbol import ndarray_io
+from graphexec.core.symbol.symbol import Symbol
 
 DATA = Path(__file__).parent / "data" / "checkpoint"
 MXNET_LOADED = dict(np.load(DATA / "nd_loaded.npz"))

@@ -8,7 +8,7 @@ import sys
 import numpy as np
 import pytest
 
-from graphexec.core import cli
+from graphexec.tools import cli
 
 
 def test_demo_classifies_and_matches_mxnet(capsys):

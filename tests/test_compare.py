@@ -9,11 +9,11 @@ import numpy as np
 import pytest
 
 import graphexec as gx
-from graphexec.core.cli import main
-from graphexec.core.compare import diff_plan, parse_strategies
-from graphexec.core.compare.models import load_model
 from graphexec.core.subgraph import SubgraphBackend, SubgraphProperty, register_backend
 from graphexec.core.subgraph.api import _BACKENDS
+from graphexec.tools.cli import main
+from graphexec.tools.compare import diff_plan, parse_strategies
+from graphexec.tools.compare.models import load_model
 
 GLUON = pathlib.Path(__file__).parent / "data" / "gluon"
 MOBILENET = str(GLUON / "mobilenet0.25")   # exported from Gluon by MXNet 1.9.1 (random init)
@@ -171,7 +171,7 @@ def test_cli_info_backends_diff_plan_and_errors(tmp_path, capsys):
 
 
 def test_auto_profile_is_saved_and_reused(tmp_path, monkeypatch):
-    from graphexec.core.subgraph import auto
+    from graphexec.backends.auto import strategy as auto
     x = gx.sym.Variable("data")
     y = gx.sym.FullyConnected(gx.sym.tanh(x * 0.7 + 0.1), num_hidden=16, name="fc")
     profile = tmp_path / "auto.json"
@@ -196,7 +196,7 @@ def test_auto_profile_is_saved_and_reused(tmp_path, monkeypatch):
 
 
 def test_auto_takes_a_region_only_when_it_is_faster(monkeypatch):
-    from graphexec.core.subgraph import auto
+    from graphexec.backends.auto import strategy as auto
     x = gx.sym.Variable("data")
     y = gx.sym.sin(gx.sym.exp(x) * 2, name="s")
     fake = {"onnxrt": 1.0, "fused": 3.0, "native": 2.0}

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 import graphexec as gx
-from graphexec.core.compare.models import (Model, ModelLoadError, checkpoint_epochs, init_param,
-                                           load_model, make_inputs, parse_shapes)
-from graphexec.core.compare.zoo import ZOO, UnknownModelError, build_zoo_model, zoo_names
+from graphexec.tools.compare.models import (Model, ModelLoadError, checkpoint_epochs, init_param,
+                                            load_model, make_inputs, parse_shapes)
+from graphexec.tools.compare.zoo import ZOO, UnknownModelError, build_zoo_model, zoo_names
 
 DATA = Path(__file__).parent / "data"
 CHECKPOINT = DATA / "checkpoint" / "lenet_small"

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 import graphexec as gx
-from graphexec.core.compare.plot import NATIVE, backend_colour, graph_svg, plot_model
-from graphexec.core.compare.report import html_report, write_report
 from graphexec.core.subgraph.plan import REASONS
+from graphexec.tools.compare.plot import NATIVE, backend_colour, graph_svg, plot_model
+from graphexec.tools.compare.report import html_report, write_report
 
 DATA = Path(__file__).parent / "data" / "json"
 SVG = "{http://www.w3.org/2000/svg}"

@@ -4,13 +4,12 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
+from refcase_replay import DATA, case_names, load_case
 
 import graphexec as gx
-from graphexec.core.graph import Graph
+from graphexec.core.ir.graph import Graph
 from graphexec.core.passes.manager import apply_passes
-import pytest
-
-from refcase_replay import DATA, case_names, load_case
 
 
 def _ops(sym):

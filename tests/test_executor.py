@@ -6,9 +6,9 @@ import json
 
 import numpy as np
 import pytest
+from refcase_replay import DATA
 
 import graphexec as gx
-from refcase_replay import DATA
 
 
 def _arith():

@@ -10,8 +10,8 @@ nothing) and shared across tests: identical regions share one kernel.
 from __future__ import annotations
 
 import logging
-import re
 import math
+import re
 import sys
 import warnings
 
@@ -21,14 +21,15 @@ import pytest
 numba = pytest.importorskip("numba", reason="the fused backend generates its kernels with "
                                             "numba (pip install 'graphexec[fused]')")
 
+from opcases import all_cases  # noqa: E402
+from refcase_replay import Replay, case_names, load_case, tolerance  # noqa: E402
+
 import graphexec as gx  # noqa: E402
 from graphexec.backends.fused import cache, sources, subgraph  # noqa: E402
 from graphexec.backends.fused.codegen import FusedCodegenError, generate  # noqa: E402
 from graphexec.backends.fused.ops import FORWARD  # noqa: E402
-from graphexec.core.errors import GraphexecError  # noqa: E402
-from graphexec.core.symbol import create_op_symbol  # noqa: E402
-from opcases import all_cases  # noqa: E402
-from refcase_replay import Replay, case_names, load_case, tolerance  # noqa: E402
+from graphexec.core.ir.errors import GraphexecError  # noqa: E402
+from graphexec.core.symbol.symbol import create_op_symbol  # noqa: E402
 
 S = gx.sym
 pytestmark = pytest.mark.usefixtures("subgraph_clean", "fused_kernel_cache")

@@ -85,8 +85,8 @@ def test_backward_errors():
 
 
 def test_missing_gradient_rule_is_named():
-    from graphexec.core.ops.registry import OpDef, register_op
     from graphexec.core.ops.common import same_shape, same_type
+    from graphexec.core.ops.registry import OpDef, register_op
     register_op(OpDef("_test_nograd", infer_shape=same_shape, infer_type=same_type))
     try:
         y = gx.core.symbol.create_op_symbol("_test_nograd", [gx.sym.Variable("x")], {})

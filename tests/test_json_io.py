@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 import graphexec as gx
-from graphexec.core.errors import GraphexecError, JSONFormatError
+from graphexec.core.ir.errors import GraphexecError, JSONFormatError
 
 DATA = Path(__file__).parent / "data" / "json"
 LISTS = json.loads(gzip.decompress((DATA / "lists.json.gz").read_bytes()))

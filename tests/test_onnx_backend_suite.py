@@ -22,7 +22,7 @@ from onnx.backend.test.case.node import collect_testcases  # noqa: E402
 from graphexec.backends.onnxrt.backend import GraphexecBackend  # noqa: E402
 from graphexec.backends.onnxrt.errors import OnnxImportError  # noqa: E402
 from graphexec.backends.onnxrt.importer import IMPORTERS  # noqa: E402
-from graphexec.core.errors import KernelError, TypeInferenceError  # noqa: E402
+from graphexec.core.ir.errors import KernelError, TypeInferenceError  # noqa: E402
 
 
 def _excluded(reason: str, error: type, *names: str) -> dict:

@@ -10,14 +10,14 @@ import pytest
 onnx = pytest.importorskip("onnx")
 ort = pytest.importorskip("onnxruntime")
 
+from opcases import all_cases  # noqa: E402
+
 import graphexec as gx  # noqa: E402
 from graphexec.backends.onnxrt.api import export_model  # noqa: E402
 from graphexec.backends.onnxrt.converters import CONVERTERS  # noqa: E402
-from graphexec.core.errors import GraphexecError  # noqa: E402
+from graphexec.core.ir.errors import GraphexecError  # noqa: E402
 from graphexec.core.ops import all_ops, get_op  # noqa: E402
-from graphexec.core.symbol import create_op_symbol  # noqa: E402
-
-from opcases import all_cases  # noqa: E402
+from graphexec.core.symbol.symbol import create_op_symbol  # noqa: E402
 
 #: registered ops without a converter, and why
 UNCONVERTED = {

@@ -13,7 +13,7 @@ ort = pytest.importorskip("onnxruntime")
 import graphexec as gx  # noqa: E402
 from graphexec.backends.onnxrt.api import OnnxExportError, export_model  # noqa: E402
 from graphexec.backends.onnxrt.converters import CONVERTERS  # noqa: E402
-from graphexec.core.errors import GraphexecError  # noqa: E402
+from graphexec.core.ir.errors import GraphexecError  # noqa: E402
 
 S = gx.sym
 DATA = Path(__file__).parent / "data" / "checkpoint"

@@ -13,8 +13,9 @@ ort = pytest.importorskip("onnxruntime")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 import graphexec as gx  # noqa: E402
-from graphexec.backends.onnxrt.api import OnnxImportError, export_model, import_model  # noqa: E402,E501
-from graphexec.core.errors import GraphexecError  # noqa: E402
+from graphexec.backends.onnxrt.api import (OnnxImportError, export_model,  # noqa: E402,E501
+                                           import_model)
+from graphexec.core.ir.errors import GraphexecError  # noqa: E402
 
 S = gx.sym
 DATA = Path(__file__).parent / "data" / "checkpoint"

@@ -12,11 +12,12 @@ import pytest
 
 pytest.importorskip("onnxruntime")
 
+from refcase_replay import Replay, case_names, load_case, tolerance  # noqa: E402
+
 import graphexec as gx  # noqa: E402
 from graphexec.backends.onnxrt import session as ortsession  # noqa: E402
-from graphexec.core.errors import GraphexecError, PlacementError  # noqa: E402
+from graphexec.core.ir.errors import GraphexecError, PlacementError  # noqa: E402
 from graphexec.core.subgraph import RegionCall  # noqa: E402
-from refcase_replay import Replay, case_names, load_case, tolerance  # noqa: E402
 
 S = gx.sym
 pytestmark = pytest.mark.usefixtures("subgraph_clean")

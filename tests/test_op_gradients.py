@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from opcases import all_cases
 
 import graphexec as gx
 from graphexec.core.ops import get_op
-from graphexec.core.symbol import create_op_symbol
-
-from opcases import all_cases
+from graphexec.core.symbol.symbol import create_op_symbol
 
 # ops whose gradient is zero almost everywhere (steps, comparisons) are checked too: the
 # numeric gradient is zero away from the discontinuities the random inputs avoid

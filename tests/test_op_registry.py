@@ -3,12 +3,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from opcases import all_cases
 
 import graphexec as gx
 from graphexec.core.ops import all_ops
-from graphexec.core.symbol import create_op_symbol
-
-from opcases import all_cases
+from graphexec.core.symbol.symbol import create_op_symbol
 
 CASES = all_cases()
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import graphexec as gx
-from graphexec.core.symbol import create_op_symbol
+from graphexec.core.symbol.symbol import create_op_symbol
 
 DATA = pathlib.Path(__file__).parent / "data" / "nn"
 REFERENCE = json.loads((DATA / "reference.json").read_text())["cases"]

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import graphexec as gx
-from graphexec.core.symbol import create_op_symbol
+from graphexec.core.symbol.symbol import create_op_symbol
 
 DATA = Path(__file__).parent / "data"
 REF = json.loads((DATA / "nn" / "grad_reference.json").read_text())
@@ -250,6 +250,7 @@ def test_mlp_softmax_monitor_names_and_values_match_mxnet(monitor_all):
 # -- every dtype a case runs in gives the float64 gradients -----------------------------------
 def _dtype_cases():
     from opcases import conv, loss, nn
+
     from graphexec.core.ops import get_op
     out = []
     for case in nn.CASES + conv.CASES + loss.CASES:

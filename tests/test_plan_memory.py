@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import numpy as np
-import pytest
 
 import graphexec as gx
 
@@ -122,7 +121,7 @@ def test_repeatable_backward_keeps_forward_values(monkeypatch):
 
 def test_host_arrays_start_on_cache_lines():
     # BLAS reads 64-byte-aligned operands measurably faster (benchmarks/README.md, training)
-    from graphexec.core.context import HOST_ALIGNMENT, aligned_zeros
+    from graphexec.core.ir.context import HOST_ALIGNMENT, aligned_zeros
     x = gx.sym.Variable("x")
     y = gx.sym.FullyConnected(gx.sym.relu(gx.sym.FullyConnected(x, num_hidden=7)), num_hidden=3)
     exe = y.simple_bind(gx.cpu(), grad_req="write", x=(5, 3))

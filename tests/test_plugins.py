@@ -11,7 +11,7 @@ import pytest
 import graphexec as gx
 from graphexec.core import plugins
 from graphexec.core.hookspecs import hookimpl
-from graphexec.core.kernels import KernelRegistry, kernel_registry
+from graphexec.core.runtime.kernels import KernelRegistry, kernel_registry
 
 
 def test_builtin_plugins_registered():

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from refcase_replay import Replay, case_names, load_case, tolerance
 
 
@@ -34,8 +33,9 @@ def test_forward_matches_mxnet(name):
 
 @pytest.mark.parametrize("name", case_names())
 def test_symbol_lists_match_mxnet(name):
-    import graphexec as gx
     from refcase_replay import DATA
+
+    import graphexec as gx
     meta, _ = load_case(name)
     sym = gx.sym.load(str(DATA / name / "symbol.json"))
     assert sym.list_arguments() == meta["list_arguments"]

@@ -8,9 +8,9 @@ import warnings
 
 import numpy as np
 import pytest
+from refcase_replay import DATA
 
 import graphexec as gx
-from refcase_replay import DATA
 
 FOLDER = DATA / "shape_errors"
 META = json.loads((FOLDER / "meta.json").read_text())

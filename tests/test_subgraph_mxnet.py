@@ -180,7 +180,7 @@ def _assert_same_lists(original, partitioned):
 
 
 def _region_nodes(sym):
-    from graphexec.core.graph import IndexedGraph
+    from graphexec.core.ir.graph import IndexedGraph
     return [n.name for n in IndexedGraph(sym.outputs).nodes
             if n.op is not None and n.op.name == "_subgraph_op"]
 
@@ -333,8 +333,9 @@ def test_validate_partition_reports_lost_extra_nodes_and_changed_lists():
 # -- MXNet reference cases under MXNET_SUBGRAPH_BACKEND=default -------------------------------
 def _case_opsets():
     """Every replayable case with all its operators claimed, and with every other one."""
-    from graphexec.core.ops.registry import get_op
     from refcase_replay import case_names, load_case
+
+    from graphexec.core.ops.registry import get_op
     params = []
     for name in case_names():
         ops = sorted({get_op(o).name for o in load_case(name)[0]["ops"]})

@@ -14,7 +14,7 @@ import pytest
 import graphexec as gx
 from graphexec.core import plugins
 from graphexec.core.subgraph import (OpNameSelector, SubgraphBackend, SubgraphProperty, api,
-                                     native_runner, register_backend)
+                                     native_runner, register_backend, select)
 
 S = gx.sym
 pytestmark = pytest.mark.usefixtures("subgraph_clean")
@@ -119,7 +119,7 @@ def _assert_reference(outs):
 def _toml_default(monkeypatch, value):
     config = plugins.plugin_config()
     config["subgraph"] = {"default_backend": value}
-    monkeypatch.setattr(plugins, "plugin_config", lambda: config)
+    monkeypatch.setattr(select, "plugin_config", lambda: config)
 
 
 def test_plugins_toml_default_applies_without_argument_or_env(monkeypatch):

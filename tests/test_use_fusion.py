@@ -1,4 +1,4 @@
-"""MXNET_USE_FUSION=1: pointwise fusion after the gradient pass (core/passes/fuse_pointwise.py)
+"""MXNET_USE_FUSION=1: pointwise fusion after the gradient pass (backends/fused/fuse_pointwise.py)
 on top of any subgraph backend. Fused and unfused training agree (float16/32/64, grad_req
 write/add, repeated backward); backward chains fuse; onnxrt (skipped for training) and the
 default backend underneath; graphs whose naive fusion would be a cycle, through data or
@@ -18,11 +18,12 @@ import pytest
 numba = pytest.importorskip("numba", reason="fusion generates its kernels with numba "
                                             "(pip install 'graphexec[fused]')")
 
+from refcase_replay import Replay, case_names, load_case, tolerance  # noqa: E402
+
 import graphexec as gx  # noqa: E402
 from graphexec.backends.fused import sources  # noqa: E402
 from graphexec.backends.fused.subgraph import PointwiseFusionProperty  # noqa: E402
-from graphexec.core.errors import GraphexecError  # noqa: E402
-from refcase_replay import Replay, case_names, load_case, tolerance  # noqa: E402
+from graphexec.core.ir.errors import GraphexecError  # noqa: E402
 
 S = gx.sym
 pytestmark = pytest.mark.usefixtures("subgraph_clean", "fused_kernel_cache")

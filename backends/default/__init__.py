@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from graphexec.core.hookspecs import hookimpl
 
+from .kernels import INPLACE, load_all
+from .subgraph import make_backend
+
 __all__ = ["graphexec_register_kernels", "graphexec_register_subgraph_backends"]
 
 
 @hookimpl
 def graphexec_register_kernels(registry) -> None:
     """Register every native kernel for device ``any``."""
-    from .kernels import INPLACE, load_all
     for op_name, factory in load_all().items():
         registry.register(op_name, factory, device="any", inplace=op_name in INPLACE)
 
@@ -18,5 +20,4 @@ def graphexec_register_kernels(registry) -> None:
 @hookimpl
 def graphexec_register_subgraph_backends(register) -> None:
     """The ``default`` subgraph backend."""
-    from .subgraph import make_backend
     register("default", make_backend)

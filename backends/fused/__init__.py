@@ -9,7 +9,7 @@ once and cached in memory and on disk (:mod:`.cache`). Training works: the gradi
 fused region is a backward region whose ``_backward_*`` chain runs as a generated kernel too.
 
 ``MXNET_USE_FUSION=1`` fuses after the gradient pass too, on top of any backend (MXNet's
-FusePointwise; ``core/passes/fuse_pointwise.py``): forward chains left unclaimed and backward
+FusePointwise; ``backends/fused/fuse_pointwise.py``): forward chains left unclaimed and backward
 chains become ``_FusedOp`` nodes (:mod:`.fusedop`) claimed by the same rules
 (:class:`~.subgraph.PointwiseFusionProperty`), with the same code generation and cache.
 
@@ -29,27 +29,36 @@ from __future__ import annotations
 
 from graphexec.core.hookspecs import hookimpl
 
-__all__ = ["graphexec_register_subgraph_backends", "sources"]
+from .fuse_pointwise import fuse_pointwise_pass
+from .fusedop import FUSED_OP, fused_op_kernel
+from .subgraph import make_backend
+
+__all__ = ["graphexec_register_ops", "graphexec_register_passes", "graphexec_register_kernels",
+           "graphexec_register_subgraph_backends", "sources"]
 
 
 @hookimpl
 def graphexec_register_ops(register) -> None:
     """``_FusedOp``, the node of MXNET_USE_FUSION's fusion after the gradient pass."""
-    from .fusedop import FUSED_OP
     register(FUSED_OP)
+
+
+@hookimpl
+def graphexec_register_passes(register) -> None:
+    """MXNET_USE_FUSION's pointwise fusion, run by the bind pipeline after the gradient pass."""
+    register("fuse_pointwise", requires=("shape", "dtype"),
+             stage="after_gradient")(fuse_pointwise_pass)
 
 
 @hookimpl
 def graphexec_register_kernels(registry) -> None:
     """The kernel of ``_FusedOp`` (its generated kernel, or the native kernels)."""
-    from .fusedop import fused_op_kernel
     registry.register("_FusedOp", fused_op_kernel, device="any")
 
 
 @hookimpl
 def graphexec_register_subgraph_backends(register) -> None:
     """The ``fused`` subgraph backend."""
-    from .subgraph import make_backend
     register("fused", make_backend)
 
 

@@ -18,9 +18,10 @@ from pathlib import Path
 
 import numpy as np
 
-from graphexec.core.errors import GraphexecError
-from graphexec.core.inference import dtype_seeds, run_inference, shape_seeds
+from graphexec.core.ir.errors import GraphexecError
+from graphexec.core.passes.inference import dtype_seeds, run_inference, shape_seeds
 
+from .cache import source_key
 from .cost import FUSED_NS, NS_PER_BYTE
 from .ops import FORWARD
 from .ops_grad import BACKWARD
@@ -80,7 +81,6 @@ class Kernel:
 
     @property
     def key(self) -> str:
-        from .cache import source_key
         return source_key(self.source)
 
 

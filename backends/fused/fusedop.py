@@ -1,4 +1,4 @@
-"""``_FusedOp``: the node that MXNET_USE_FUSION's pass (``core/passes/fuse_pointwise.py``) puts
+"""``_FusedOp``: the node that MXNET_USE_FUSION's pass (``backends/fused/fuse_pointwise.py``) puts
 in place of a fused region of the forward+backward graph (MXNet's name for its fused node),
 and its kernel.
 
@@ -23,13 +23,17 @@ import warnings
 from functools import partial
 from typing import Callable
 
-from graphexec.core.graph import Graph, Node
-from graphexec.core.kernels import KernelCall
+from graphexec.core.ir.graph import Graph, Node
 from graphexec.core.ops.common import merge
 from graphexec.core.ops.registry import OpDef, ShapeConflict
+from graphexec.core.runtime.kernels import KernelCall
+from graphexec.core.runtime.plan import ExecPlan
 from graphexec.core.subgraph import RegionCall, native_runner
 from graphexec.core.subgraph.region import REGION_OP, RegionParams, region_params
-from graphexec.core.symbol import Symbol
+from graphexec.core.symbol.symbol import Symbol
+
+from .codegen import generate, generate_inferred
+from .runner import kernel_runner
 
 __all__ = ["FUSED_OP", "FusedOpParams", "fused_node", "fused_op_kernel"]
 
@@ -101,8 +105,6 @@ def _fill(have: list, want: list, side: str, kind: str) -> None:
 def fused_op_kernel(call: KernelCall) -> Callable[[], None]:
     """The kernel of ``_FusedOp``: the generated kernel, or the native kernels when it cannot
     be built (warned and counted)."""
-    from .codegen import generate, generate_inferred
-    from .runner import kernel_runner
     p = call.params
     region = RegionCall(p.subgraph, p.input_names, call.inputs, call.outputs, call.ctx,
                         call.is_train, call.node_name, call.workspace, call.state,
@@ -129,7 +131,6 @@ def _native(p: FusedOpParams, region: RegionCall) -> Callable[[], None]:
     """The inner graph as a nested native plan over the node's own arrays."""
     if p.entry_shapes is None:
         return native_runner(region)
-    from graphexec.core.plan import ExecPlan
     ig = p.inner
     graph = Graph(p.subgraph.outputs, {"shape": p.entry_shapes, "dtype": p.entry_dtypes,
                                        "shape_num_unknown": 0, "dtype_num_unknown": 0}, ig)

@@ -16,8 +16,8 @@ import math
 from dataclasses import dataclass
 from typing import Callable
 
-from graphexec.backends.default.kernels.nn import SELU_ALPHA, SELU_LAMBDA
 from graphexec.core.ops.elemwise import BINARY, BROADCAST, SCALAR, base_name
+from graphexec.core.ops.nn import SELU_ALPHA, SELU_LAMBDA
 
 __all__ = ["Lowering", "FORWARD", "select", "nan_max", "nan_min", "mod", "sign", "leaky_supports"]
 

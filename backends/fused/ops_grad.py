@@ -11,8 +11,7 @@ from __future__ import annotations
 import math
 
 from graphexec.core.ops.elemwise import BINARY, BROADCAST, base_name
-
-from graphexec.backends.default.kernels.nn import SELU_ALPHA, SELU_LAMBDA
+from graphexec.core.ops.nn import SELU_ALPHA, SELU_LAMBDA
 
 from .ops import FORWARD, Lowering, leaky_supports, select, sign
 

@@ -21,14 +21,16 @@ import warnings
 
 import numpy as np
 
-from graphexec.core.context import Context
-from graphexec.core.errors import GraphexecError
+from graphexec.core.ir.context import Context
+from graphexec.core.ir.errors import GraphexecError
 from graphexec.core.subgraph import (ReasonSelector, RegionCall, SubgraphBackend, SubgraphProperty,
                                      SubgraphSelector)
 from graphexec.core.subgraph.select import verbosity
 
 from .codegen import LOWERINGS, node_domain
+from .cost import profitable
 from .ops import FORWARD
+from .runner import fused_runner
 
 __all__ = ["FusedSelector", "FusedProperty", "PointwiseFusionProperty", "make_backend", "OPTIONS",
            "numba_problem"]
@@ -139,7 +141,6 @@ class FusedSelector(ReasonSelector):
     def filter(self, candidates: list) -> list:
         if not self._cost_model or len(candidates) < self._min_size:
             return candidates  # too small a region is the partitioner's to report
-        from .cost import profitable
         import numba
         dtype = max((self._seen[id(n)][2] for n in candidates), key=lambda d: d.itemsize)
         outputs = self._count_outputs(candidates) if self._count_outputs else None
@@ -189,13 +190,12 @@ class FusedProperty(SubgraphProperty):
                              self.lowerings, self.count_outputs)
 
     def create_runner(self, region: RegionCall):
-        from .runner import fused_runner
         return fused_runner(region)
 
 
 class PointwiseFusionProperty(FusedProperty):
     """The same rules over the whole forward+backward graph, for MXNET_USE_FUSION's pass
-    (``core/passes/fuse_pointwise.py``): it also claims the backward operators the gradient
+    (``backends/fused/fuse_pointwise.py``): it also claims the backward operators the gradient
     pass inserted (``_backward_*``, gradient sums, head-gradient identities). ``zeros_like``
     is left out: in a gradient graph it only stands for "no gradient here" and reads nothing.
     Not part of the backend's property list (``MXNET_SUBGRAPH_BACKEND=fused`` partitions the

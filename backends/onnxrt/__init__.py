@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from graphexec.core.hookspecs import hookimpl
 
+from .subgraph import make_backend
+
 __all__ = ["graphexec_register_subgraph_backends"]
 
 
 @hookimpl
 def graphexec_register_subgraph_backends(register) -> None:
     """The ``onnxrt`` subgraph backend."""
-    from .subgraph import make_backend
     register("onnxrt", make_backend)

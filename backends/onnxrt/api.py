@@ -30,6 +30,7 @@ def prepare(model: Any, device: str = "CPU", **kwargs: Any):
     graphexec's native executor: ``prepare(model).run([x])`` returns the graph outputs. See
     :mod:`graphexec.backends.onnxrt.backend`."""
     import onnx
+
     from .backend import GraphexecBackend
     if not isinstance(model, onnx.ModelProto):
         model = onnx.load(str(model))

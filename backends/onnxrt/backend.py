@@ -23,8 +23,9 @@ import onnx
 from onnx import numpy_helper
 from onnx.backend.base import Backend, BackendRep, Device, DeviceType, namedtupledict
 
-from ...core.context import Context
-from ...core.errors import ContextError
+from graphexec.core.ir.context import Context
+from graphexec.core.ir.errors import ContextError
+
 from .errors import ConstantInputRequired, OnnxImportError, StaticShapeRequired
 from .importer import import_model
 

@@ -1,7 +1,7 @@
 """Errors of the onnxrt backend."""
 from __future__ import annotations
 
-from ...core.errors import GraphexecError
+from graphexec.core.ir.errors import GraphexecError
 
 __all__ = ["OnnxExportError", "OnnxImportError", "ConstantInputRequired", "StaticShapeRequired"]
 

@@ -11,10 +11,11 @@ import numpy as np
 import onnx
 from onnx import helper
 
-from ...core.graph import Entry
-from ...core.inference import dtype_seeds, run_inference, shape_seeds
-from ...core.ops.common import known
-from ...core.symbol import entry_name
+from graphexec.core.ir.graph import Entry
+from graphexec.core.ops.common import known
+from graphexec.core.passes.inference import dtype_seeds, run_inference, shape_seeds
+from graphexec.core.symbol.symbol import entry_name
+
 from .converters import CONVERTERS, Builder, ConvertCall, onnx_dtype, supported_dtype
 from .errors import OnnxExportError
 

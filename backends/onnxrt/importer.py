@@ -9,36 +9,26 @@ constant, and importers that need a static shape say so (:class:`StaticShapeRequ
 BatchNormalization statistics become ``aux_params`` under the ``<node>_moving_mean`` /
 ``<node>_moving_var`` names graphexec creates. Graph inputs that are not initializers become
 data variables. ``IMPORTERS`` maps an ONNX op type to its function ``(ctx, node) -> outputs``
-(the ``importer_*`` modules, one per op family).
+(filled by the modules of ``importers/``, one per op family; see :mod:`.importing`).
 """
 from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from ...core.context import cpu
-from ...core.errors import GraphexecError
-from ...core.symbol import Group, Symbol, Variable, create_op_symbol
+from graphexec.core.ir.context import cpu
+from graphexec.core.ir.errors import GraphexecError
+from graphexec.core.symbol.symbol import Group, Symbol, Variable
+
+from . import importers  # noqa: F401 - loads every op importer into IMPORTERS
 from .errors import ConstantInputRequired, OnnxImportError, StaticShapeRequired
+from .importing import IMPORTERS, node_error
 
 __all__ = ["import_model", "IMPORTERS", "ConstantInputRequired", "StaticShapeRequired"]
-
-IMPORTERS: dict[str, Callable] = {}
-
-
-def importer(*op_types: str):
-    """Register the decorated function as the importer of ``op_types``."""
-    def wrap(fn):
-        for t in op_types:
-            IMPORTERS[t] = fn
-        return fn
-    return wrap
-
 
 class _Ctx:
     """Value tables of one import: symbols, constants, params, shapes, dtypes, node names."""
@@ -93,12 +83,12 @@ class _Ctx:
         args = [] if sym is None else sym.list_arguments()
         needed = sorted(a for a in args if a in self.graph_inputs)
         if needed:
-            raise ConstantInputRequired(str(_node_error(
+            raise ConstantInputRequired(str(node_error(
                 node, f"its {what} input {name!r} is computed from graph inputs {needed}; it "
                 "must be a constant (an initializer, a Constant node, or given in "
                 "import_model's constants)")), needed)
         if sym is None or sym.list_auxiliary_states() or not set(args) <= set(self.arg_params):
-            raise _node_error(node, f"its {what} input {name!r} must be a constant "
+            raise node_error(node, f"its {what} input {name!r} must be a constant "
                               "(an initializer or a Constant node)")
         exe = sym.bind(cpu(), {a: np.array(self.arg_params[a]) for a in args},
                        grad_req="null")
@@ -140,7 +130,7 @@ class _Ctx:
         unknown (``why`` says what needs it)."""
         shape = self.shape(name)
         if shape is None or not all(isinstance(d, int) for d in shape):
-            raise StaticShapeRequired(str(_node_error(
+            raise StaticShapeRequired(str(node_error(
                 node, f"{why} needs the static shape of {name!r}, but shape inference gives "
                 f"{shape}; give the graph inputs fixed shapes (input_shapes)")))
         return tuple(shape)
@@ -221,22 +211,6 @@ def _np_dtype(elem_type: int):
         return None
 
 
-def _node_error(node, reason: str) -> OnnxImportError:
-    return OnnxImportError(f"import_model: node {node.name or node.output[0]!r} "
-                           f"({node.op_type}): {reason}")
-
-
-def _attrs(node) -> dict:
-    return {a.name: helper.get_attribute_value(a) for a in node.attribute}
-
-
-def op(ctx: _Ctx, node, op_name: str, inputs: list, **attrs) -> Symbol:
-    """``create_op_symbol`` under the node's unique name (``suffix`` appended when given)."""
-    suffix = attrs.pop("suffix", "")
-    name = ctx.name(node) if not suffix else f"{ctx.name(node)}_{suffix}"
-    return create_op_symbol(op_name, inputs, {"name": name, **attrs})
-
-
 def _load(path_or_model):
     if isinstance(path_or_model, onnx.ModelProto):
         return path_or_model
@@ -279,7 +253,3 @@ def import_model(path_or_model, constants: dict | None = None,
     used = set(sym.list_arguments())  # parameters only read as attributes are left out
     return sym, {k: v for k, v in ctx.arg_params.items() if k in used}, ctx.aux_params
 
-
-# the op importers register themselves on import
-from . import (importer_act, importer_conv, importer_loss, importer_nn,  # noqa: E402,F401
-               importer_ops, importer_reduce, importer_resize, importer_shape, importer_tensor)

@@ -7,14 +7,14 @@ ONNX Runtime session, and run it with IOBinding on the executor's own buffers.
 - **Parameters as initializers** (``freeze_params``): ONNX Runtime folds BatchNorm into Conv
   and pre-packs weights only for initializers. A parameter is an argument read only as a
   ``weight`` / ``bias`` / ``gamma`` / ``beta`` input, or an auxiliary state. Its array becomes
-  read-only while a session holds its values (:mod:`graphexec.core.frozen`); writing it
+  read-only while a session holds its values (:mod:`graphexec.core.runtime.frozen`); writing it
   through ``copy_params_from`` or ``forward(**kwargs)`` rebuilds the session at the next run.
 - **No copies on the host.** Inputs and outputs are bound by pointer; only non-contiguous
   arrays go through a staging buffer.
 - **Honest devices.** On a gpu context the region runs with CUDAExecutionProvider on the
   CuPy buffers' device pointers; without that provider it says so once, and runs on the CPU
   with explicit copies (counted in ``exe.partition_plan.host_copies``), or raises
-  :class:`~graphexec.core.errors.PlacementError` under ``strict_device=True``.
+  :class:`~graphexec.core.ir.errors.PlacementError` under ``strict_device=True``.
 """
 from __future__ import annotations
 
@@ -29,9 +29,9 @@ from typing import Any
 
 import numpy as np
 
-from ...core import frozen
-from ...core.errors import GraphexecError, PlacementError
-from ...core.subgraph import RegionCall, native_runner
+from graphexec.core.ir.errors import GraphexecError, PlacementError
+from graphexec.core.runtime import frozen
+from graphexec.core.subgraph import RegionCall, native_runner
 
 __all__ = ["region_runner", "check_options", "param_inputs", "SESSION_STATS",
            "SESSION_CACHE_SIZE", "clear_sessions", "OnnxrtRegionError"]
@@ -195,7 +195,7 @@ class RegionSession:
 
     # -- building ----------------------------------------------------------------------------
     def _build(self) -> None:
-        from .export import export_model
+        from .export import export_model  # imports onnx: loaded on first use
         r = self.region
         baked = {r.input_names[k]: r.inputs[k] for k in self.frozen}
         fed = [k for k in range(len(r.inputs)) if k not in set(self.frozen)]

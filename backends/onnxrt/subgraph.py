@@ -16,6 +16,8 @@ import numpy as np
 from graphexec.core.subgraph import (ReasonSelector, RegionCall, SubgraphBackend, SubgraphProperty,
                                      SubgraphSelector)
 
+from .session import check_options, region_runner
+
 __all__ = ["OnnxrtSelector", "OnnxrtProperty", "make_backend", "OPTIONS"]
 
 #: the options of the property, with their defaults
@@ -39,7 +41,7 @@ class OnnxrtSelector(ReasonSelector):
     cover float32 for every converted op; other dtypes stay native)."""
 
     def __init__(self, shapes):
-        from .converters import CONVERTERS
+        from .converters import CONVERTERS  # imports onnx: loaded on first use
         super().__init__()
         self._converters = CONVERTERS
         self._shapes = shapes
@@ -71,14 +73,12 @@ class OnnxrtProperty(SubgraphProperty):
 
     def set_options(self, **options) -> None:
         super().set_options(**options)
-        from .session import check_options
         check_options({k: self.attrs[k] for k in OPTIONS})
 
     def create_selector(self) -> SubgraphSelector:
         return OnnxrtSelector(self.shapes)
 
     def create_runner(self, region: RegionCall):
-        from .session import region_runner
         return region_runner(region, {k: self.attrs[k] for k in OPTIONS})
 
 

@@ -19,11 +19,3 @@ def graphexec_register_ops(register) -> None:
     """Register every built-in operator family."""
     for family in FAMILIES:
         importlib.import_module(f"{__name__}.{family}")
-    importlib.import_module("graphexec.core.subgraph.region")  # the region operator
-
-
-@hookimpl
-def graphexec_register_kernels(registry) -> None:
-    """The region operator's kernel: it dispatches to the claiming backend's runner."""
-    from ..subgraph.region import region_kernel
-    registry.register("_subgraph_op", region_kernel, device="any")

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 
-from ..attrs import (Bool, DType, Enum, Float, FloatTuple, Int, OptFloat, OptInt, OptShape,  # noqa: F401
-                     Shape, Str)
+# re-exported: the family modules declare their attribute schemas with these
+from ..ir.attrs import (Bool, DType, Enum, Float, FloatTuple, Int, OptFloat,  # noqa: F401
+                        OptInt, OptShape, Shape, Str)
 from .registry import InferError, OpDef, ShapeConflict, register_op  # noqa: F401
 
 Shape_ = tuple | None
@@ -152,3 +154,9 @@ def normalize_axis(axis: int, ndim: int, what: str = "axis") -> int:
     if not -ndim <= axis < max(ndim, 1):
         raise InferError(f"{what} {axis} is out of range for an input of {ndim} dimensions")
     return axis % ndim if ndim else 0
+
+
+def lowest(dtype: Any) -> Any:
+    """The smallest value of ``dtype`` (max pooling's padding)."""
+    dtype = np.dtype(dtype)
+    return np.finfo(dtype).min if dtype.kind == "f" else np.iinfo(dtype).min

@@ -10,8 +10,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .common import (Bool, Enum, InferError, Int, OpDef, OptInt, Shape, assign, assign_dtype,
-                     fmt, register_op, same_type)
+from .common import (Bool, Enum, InferError, Int, OpDef, OptInt, Shape, assign, assign_dtype, fmt,
+                     register_op, same_type)
 from .nn import OptBool, OptEnum, PositiveInt
 
 __all__ = ["Geometry", "conv_geometry", "deconv_pads", "deconv_adjustments", "pool_geometry",

@@ -7,7 +7,7 @@ the inference pass reads through the control dependency on the forward node).
 """
 from __future__ import annotations
 
-from ..graph import Entry
+from ..ir.graph import Entry
 from .common import Bool, Float, OpDef, register_op
 from .elemwise import BINARY, BROADCAST, SCALAR, UNARY_MATH, base_name, same_shape, same_type
 from .registry import get_op

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..graph import Entry
-from .common import (Bool, DType, Enum, Float, InferError, Int, OpDef, OptInt, assign,
-                     assign_dtype, first_input_type, fmt, normalize_axis, register_op)
+from ..ir.graph import Entry
+from .common import (Bool, DType, Enum, Float, InferError, Int, OpDef, OptInt, assign, assign_dtype,
+                     first_input_type, fmt, normalize_axis, register_op)
 from .registry import get_op
 from .tensor_grad import backward_op, forward_params, zero_grad
 

@@ -11,7 +11,7 @@ inputs (the data with normalization='valid'); make_loss's gradient is ``ones_lik
 """
 from __future__ import annotations
 
-from ..graph import Entry
+from ..ir.graph import Entry
 from .common import (Bool, Enum, Float, InferError, OpDef, ShapeConflict, fmt, known, merge,
                      register_op, same_shape, same_type)
 from .nn import prod, tie

@@ -1,7 +1,7 @@
 """Matrix products: dot (MXNet's flattening N-D dot) and batch_dot, with their gradients."""
 from __future__ import annotations
 
-from ..graph import Entry
+from ..ir.graph import Entry
 from .common import Bool, Enum, InferError, OpDef, assign, fmt, register_op, same_type
 from .registry import get_op
 from .tensor_grad import backward_op, forward_params

@@ -11,15 +11,19 @@ from __future__ import annotations
 import numpy as np
 
 from .common import (Bool, Enum, Float, InferError, Int, OpDef, OptFloat, Shape, ShapeConflict,
-                     assign, assign_dtype, fmt, merge, normalize_axis, prod, register_op,
-                     same_type)
+                     assign, assign_dtype, fmt, merge, normalize_axis, prod, register_op, same_type)
 
-__all__ = ["OptEnum", "OptBool", "PositiveInt", "tie", "prod", "bn_param_dtype"]
+__all__ = ["OptEnum", "OptBool", "PositiveInt", "tie", "prod", "bn_param_dtype", "SELU_ALPHA",
+           "SELU_LAMBDA"]
+
+#: SELU's constants (LeakyReLU act_type='selu'; Klambauer et al. 2017), as MXNet's kernels
+SELU_ALPHA = 1.6732632423543772848170429916717
+SELU_LAMBDA = 1.0507009873554804934193349852946
 
 F32 = np.dtype("float32")
 
 
-# -- attribute fields MXNet's nn operators use beyond core/attrs.py ---------------------------
+# -- attribute fields MXNet's nn operators use beyond core/ir/attrs.py ---------------------------
 class OptEnum(Enum):
     """One of ``choices`` or None (written "None"), like MXNet's optional enum parameters."""
 

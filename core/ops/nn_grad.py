@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ..graph import Entry
+from ..ir.graph import Entry
 from .common import OpDef, register_op
 from .conv import pool_outputs
 from .registry import get_op

@@ -10,9 +10,9 @@ gradient rule (MXNet reports it non-differentiable).
 """
 from __future__ import annotations
 
-from ..graph import Entry
-from .common import (Bool, DType, InferError, Int, OpDef, OptInt, OptShape, assign,
-                     assign_dtype, fmt, normalize_axis, register_op, same_type)
+from ..ir.graph import Entry
+from .common import (Bool, DType, InferError, Int, OpDef, OptInt, OptShape, assign, assign_dtype,
+                     fmt, normalize_axis, register_op, same_type)
 from .registry import get_op
 from .tensor_grad import backward_op, forward_params, one_backward, zero_grad
 

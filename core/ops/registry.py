@@ -2,14 +2,17 @@
 
 An OpDef is a declaration only: attribute schema, input/output names, shape and dtype rules,
 the gradient rule (a graph rewrite) and traits that passes query. Kernels live with their
-backend (see ``backends/default``).
+backend (see ``backends/default``). The registry is filled by the plugins'
+``graphexec_register_ops`` hooks when ``graphexec`` is imported (``core/startup.py``); it
+never loads anything itself.
 """
 from __future__ import annotations
 
+import difflib
 from typing import Any, Callable, Sequence
 
-from ..attrs import Params, Schema
-from ..errors import UnknownOpError
+from ..ir.attrs import Params, Schema
+from ..ir.errors import UnknownOpError
 
 __all__ = ["OpDef", "register_op", "get_op", "find_op", "all_ops", "ShapeConflict", "InferError"]
 
@@ -127,7 +130,7 @@ def register_op(op: OpDef) -> OpDef:
 
 
 def find_op(name: str) -> OpDef | None:
-    _ensure_loaded()
+    """The OpDef registered as ``name`` (canonical name or alias), or None."""
     return _OPS.get(name)
 
 
@@ -135,7 +138,6 @@ def get_op(name: str) -> OpDef:
     """The OpDef registered as ``name`` (canonical name or alias)."""
     op = find_op(name)
     if op is None:
-        import difflib
         close = difflib.get_close_matches(name, list(_OPS), n=3)
         hint = f"; did you mean {', '.join(close)}?" if close else ""
         raise UnknownOpError(f"operator {name!r} is not registered{hint}")
@@ -144,21 +146,9 @@ def get_op(name: str) -> OpDef:
 
 def all_ops() -> dict[str, OpDef]:
     """Canonical name -> OpDef for every registered operator."""
-    _ensure_loaded()
     return dict(_CANONICAL)
 
 
 def all_names() -> list[str]:
-    _ensure_loaded()
+    """Every registered name, aliases included."""
     return list(_OPS)
-
-
-_loaded = False
-
-
-def _ensure_loaded() -> None:
-    global _loaded
-    if not _loaded:
-        _loaded = True
-        from ..plugins import plugin_manager
-        plugin_manager()

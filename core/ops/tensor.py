@@ -12,7 +12,6 @@ from .common import (Bool, InferError, Int, OpDef, OptInt, OptShape, Shape, assi
                      first_input_type, fmt, normalize_axis, prod, register_op, same_type)
 
 
-
 def axes_of(axes, ndim: int, what: str = "axis") -> tuple[int, ...]:
     """Normalise a tuple of (possibly negative) axes; duplicates are an error."""
     out = tuple(normalize_axis(a, ndim, what) for a in axes)

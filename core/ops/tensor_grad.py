@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ..graph import Entry
+from ..ir.graph import Entry
 from .common import Bool, OpDef, OptInt, register_op
 from .registry import get_op
 from .tensor import transpose_axes

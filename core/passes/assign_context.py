@@ -11,8 +11,9 @@ copy nodes, attrs ``context`` (per node id) and an updated ``num_forward_nodes``
 """
 from __future__ import annotations
 
-from ..errors import BindError
-from ..graph import Entry, Graph, Node
+from ..ir.context import Context
+from ..ir.errors import BindError
+from ..ir.graph import Entry, Graph, Node
 from ..ops.registry import get_op
 from .manager import register_pass
 
@@ -89,7 +90,6 @@ def variable_context(node: Node, default, group2ctx: dict):
 
 def check_group2ctx(group2ctx) -> dict:
     """Normalise ``group2ctx`` (a dict of group name -> Context)."""
-    from ..context import Context
     if not group2ctx:
         return {}
     if not isinstance(group2ctx, dict):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from ..graph import Entry, Graph, Node
+from ..ir.graph import Entry, Graph, Node
 from .manager import register_pass
 
 __all__ = ["eliminate_common_expr_pass", "cse_enabled"]

@@ -23,8 +23,8 @@ from __future__ import annotations
 import os
 from typing import Callable
 
-from ..errors import GraphexecError
-from ..graph import Entry, Graph, IndexedGraph, Node
+from ..ir.errors import GraphexecError
+from ..ir.graph import Entry, Graph, IndexedGraph, Node
 from ..ops.registry import get_op
 from .manager import register_pass
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ..errors import ShapeInferenceError, TypeInferenceError
-from ..graph import Graph, IndexedGraph
+from ..ir.errors import ShapeInferenceError, TypeInferenceError
+from ..ir.graph import Graph, IndexedGraph
 from ..ops.common import fmt, known, merge
 from ..ops.registry import InferError, ShapeConflict
 from .manager import register_pass

@@ -25,7 +25,7 @@ from typing import Callable
 
 import numpy as np
 
-from ..graph import Graph
+from ..ir.graph import Graph
 from .manager import register_pass
 
 __all__ = ["plan_memory_pass", "EXTERNAL"]

@@ -6,17 +6,19 @@ node; it alone grows regions and guarantees that they are acyclic, convex and de
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Sequence
 
-from ..errors import GraphexecError, UnknownBackendError
+from ..ir.errors import GraphexecError, UnknownBackendError
+from ..ops.common import known
 
 if TYPE_CHECKING:
-    from ..graph import Node
-    from ..symbol import Symbol
+    from ..ir.graph import Node
+    from ..symbol.symbol import Symbol
 
-__all__ = ["SubgraphSelector", "ReasonSelector", "OpNameSelector", "VetoSelector", "SubgraphProperty", "SubgraphBackend",
-           "RegionCall", "NodeShapes", "register_backend", "get_backend", "list_backends", "set_op_names",
-           "get_op_names"]
+__all__ = ["SubgraphSelector", "ReasonSelector", "OpNameSelector", "VetoSelector",
+           "SubgraphProperty", "SubgraphBackend", "PartitionRequest", "RegionCall", "NodeShapes", "register_backend",
+           "get_backend", "list_backends", "set_op_names", "get_op_names", "native_runner",
+           "set_native_runner"]
 
 
 class SubgraphSelector:
@@ -185,7 +187,6 @@ class NodeShapes:
 
     def inputs(self, node: "Node") -> list:
         """Shapes of ``node``'s inputs (tuples, None where unknown)."""
-        from ..ops.common import known
         return [s if known(s) else None for s in (self._shapes[e]
                                                   for e in self._entries(node, False))]
 
@@ -243,9 +244,32 @@ class SubgraphProperty:
                                   f"create_runner")
 
 
+class PartitionRequest(NamedTuple):
+    """What a whole-graph backend's :meth:`SubgraphBackend.partition_graph` receives: the
+    symbol, context, whether gradients are requested, options per backend name, input shapes
+    and dtypes by variable name, and ``apply(symbol, names, restrict=None)``, which
+    partitions with other backends (``restrict``: backend name -> the node names it may
+    claim) and returns ``(symbol, PartitionPlan)``."""
+
+    symbol: Any
+    ctx: Any
+    need_grad: bool
+    options: dict
+    input_shapes: dict
+    input_dtypes: dict
+    apply: Callable[..., Any]
+
+
 class SubgraphBackend:
     """A named, ordered list of properties, applied in order, with MXNet's backend attributes
-    ``enable`` (False: the backend is skipped) and ``context`` (only for that context)."""
+    ``enable`` (False: the backend is skipped) and ``context`` (only for that context).
+
+    A backend that chooses its regions over the whole graph itself (``whole_graph = True``,
+    e.g. the ``auto`` strategy, which times every other backend's regions) overrides
+    :meth:`partition_graph`; it must be given alone, not in a chain."""
+
+    #: True when :meth:`partition_graph` partitions instead of :attr:`properties`
+    whole_graph = False
 
     def __init__(self, name: str, properties: Sequence[SubgraphProperty],
                  attrs: dict[str, Any] | None = None, options: Sequence[str] = ()):
@@ -254,11 +278,17 @@ class SubgraphBackend:
         self.attrs = dict(attrs or {})
         self.options = tuple(options)
 
+    def partition_graph(self, request: PartitionRequest) -> tuple:
+        """``(partitioned symbol, PartitionPlan)`` for a ``whole_graph`` backend."""
+        raise NotImplementedError(f"subgraph backend {self.name!r} partitions through its "
+                                  f"properties, not partition_graph")
+
     def __repr__(self) -> str:
         return f"SubgraphBackend({self.name!r}, {[p.name for p in self.properties]})"
 
 
 _BACKENDS: dict[str, Callable[[], SubgraphBackend]] = {}
+_NATIVE: list[Callable[[RegionCall], Callable[[], None]]] = []
 _OP_NAMES: dict[str, set[str]] = {}
 
 
@@ -268,14 +298,8 @@ def register_backend(name: str, factory: Callable[[], SubgraphBackend]) -> None:
     _BACKENDS[name] = factory
 
 
-def _ensure_plugins() -> None:
-    from ..plugins import plugin_manager
-    plugin_manager()
-
-
 def get_backend(name: str) -> SubgraphBackend:
     """A fresh instance of backend ``name``; unknown names list every registered backend."""
-    _ensure_plugins()
     factory = _BACKENDS.get(name)
     if factory is None:
         raise UnknownBackendError(f"subgraph backend {name!r} is not registered; registered "
@@ -286,7 +310,6 @@ def get_backend(name: str) -> SubgraphBackend:
 
 def list_backends() -> list[str]:
     """Names of every registered subgraph backend (plugins included)."""
-    _ensure_plugins()
     return sorted(_BACKENDS)
 
 
@@ -301,3 +324,18 @@ def set_op_names(backend: str, op_names: set[str] | None) -> None:
 
 def get_op_names(backend: str) -> set[str] | None:
     return _OP_NAMES.get(backend)
+
+
+def set_native_runner(factory: Callable[[RegionCall], Callable[[], None]]) -> None:
+    """Install the runtime's nested native plan as :func:`native_runner` (``core/startup.py``
+    does; the runtime sits above this layer)."""
+    _NATIVE[:] = [factory]
+
+
+def native_runner(region: RegionCall) -> Callable[[], None]:
+    """Run the region's inner symbol with the native kernels, writing ``region.outputs`` in
+    place: a nested executor plan sharing the outer workspace. A property's
+    ``create_runner`` may return it as it is (the ``default`` backend does) or wrap it."""
+    if not _NATIVE:
+        raise GraphexecError("native_runner: the runtime is not loaded (import graphexec)")
+    return _NATIVE[0](region)

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..context import Context, cpu
-from ..errors import GraphexecError
-from ..graph import IndexedGraph
-from ..symbol import Symbol
+from ..ir.context import Context, cpu
+from ..ir.errors import GraphexecError
+from ..ir.graph import IndexedGraph
+from ..plugins import notify
+from ..symbol.symbol import Symbol, symbol_method
 from .plan import PartitionPlan
 from .select import apply_backends, resolve_backends
 
@@ -18,17 +19,19 @@ class PartitionError(GraphexecError, ValueError):
     """A partitioned symbol is not a valid partition of the original."""
 
 
-def optimize_for(sym: Symbol, backend: str, args: Any = None, aux: Any = None,
-                 ctx: Context | None = None, options: dict | None = None) -> Symbol:
-    """MXNet's ``sym.optimize_for(backend, args, aux, ctx, **options)``; the arrays of
+@symbol_method
+def optimize_for(self: Symbol, backend: str, args: Any = None, aux: Any = None,
+                 ctx: Context | None = None, **options: Any) -> Symbol:
+    """MXNet's ``sym.optimize_for(backend, args, aux, ctx, **options)``: the symbol
+    partitioned by ``backend`` ("name" or "a,b") with backend options; the arrays of
     ``args`` / ``aux`` (dicts by name, or lists in ``list_arguments`` /
     ``list_auxiliary_states`` order) give their shapes and dtypes to the selectors."""
-    given = {**_by_name(args, sym.list_arguments()),
-             **_by_name(aux, sym.list_auxiliary_states())}
-    return partition(sym, backend, ctx=ctx,
+    given = {**_by_name(args, self.list_arguments()),
+             **_by_name(aux, self.list_auxiliary_states())}
+    return partition(self, backend, ctx=ctx,
                      input_shapes={k: tuple(v.shape) for k, v in given.items()},
                      input_dtypes={k: v.dtype for k, v in given.items()},
-                     **(options or {})).symbol
+                     **options).symbol
 
 
 def _by_name(arrays: Any, names: list[str]) -> dict:
@@ -57,8 +60,7 @@ def partition(sym: Symbol, backend: str, ctx: Context | None = None, need_grad: 
     dtypes.update(input_dtypes or {})
     part, plan = apply_backends(sym, names, ctx or cpu(), need_grad, opts, shapes, dtypes)
     plan.symbol = part
-    from ..plugins import plugin_manager
-    plugin_manager().notify("graphexec_partition_done", symbol=part, plan=plan)
+    notify("graphexec_partition_done", symbol=part, plan=plan)
     return plan
 
 

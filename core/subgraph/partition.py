@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import heapq
 
-from ..graph import Entry, IndexedGraph, Node
-from ..symbol import Symbol, entry_name
+from ..ir.graph import Entry, IndexedGraph, Node
 from ..ops.registry import find_op
+from ..symbol.symbol import Symbol, entry_name
 from .api import SubgraphProperty, SubgraphSelector, VetoSelector
 from .plan import PartitionPlan, Region
 from .region import make_region_node

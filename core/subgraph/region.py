@@ -12,14 +12,16 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..attrs import Params
-from ..graph import Entry, Graph, IndexedGraph, Node
+from ..ir.attrs import Params
+from ..ir.graph import Entry, Graph, IndexedGraph, Node
 from ..ops.common import known
-from ..ops.registry import OpDef, ShapeConflict, register_op
-from ..symbol import Symbol, entry_name
+from ..ops.registry import OpDef, ShapeConflict
+from ..passes.gradient import gradient_pass
+from ..passes.manager import apply_passes
+from ..symbol.symbol import Symbol, entry_name
 
-__all__ = ["REGION_OP", "make_region_node", "region_input_names", "region_params",
-           "region_kernel", "link_regions"]
+__all__ = ["REGION_OP", "RegionParams", "make_region_node", "region_input_names",
+           "region_params", "link_regions"]
 
 
 class RegionParams(Params):
@@ -127,7 +129,6 @@ def _infer(kind: str):
             _merge(outs, k, v, "out")
 
     def _infer_inner(p, ins, outs):
-        from ..passes.manager import apply_passes
         inner = p.inner
         by_name = {inner.nodes[i].name: i for i in inner.input_nodes}
         seeds = {by_name[n]: v for n, v in zip(p.input_names, ins) if v is not None}
@@ -155,7 +156,6 @@ def _gradient(g, node: Node, ograds: list[Entry]) -> list:
     output gradients and yields one gradient per (non-auxiliary) input. When the inner graph
     draws random numbers, the backward region also recomputes the forward outputs first, so
     that its forward part runs exactly as the forward region did (same order of draws)."""
-    from ..passes.gradient import gradient_pass
     p = node.params
     inner = p.inner
     arg_ids = [i for i in inner.input_nodes if i not in inner.mutable_input_nodes]
@@ -178,11 +178,12 @@ def _gradient(g, node: Node, ograds: list[Entry]) -> list:
     return [out.get(n) for n in p.input_names]
 
 
-REGION_OP = register_op(OpDef(
+#: registered by ``core/startup.py``; its kernel is ``core/runtime/regions.py``'s
+REGION_OP = OpDef(
     "_subgraph_op", params={}, inputs=lambda p: p.input_names, aux=lambda p: p.aux_names,
     outputs=lambda p: p.output_names, infer_shape=_infer("shape"), infer_type=_infer("dtype"),
     gradient=_gradient, traits=("subgraph",), random=lambda p: p.draws,
-    doc="A region claimed by a subgraph backend; runs through the backend's property."))
+    doc="A region claimed by a subgraph backend; runs through the backend's property.")
 REGION_OP.subgraph_params = _params_from_node
 
 
@@ -261,10 +262,3 @@ def _jsonable(value: Any) -> Any:
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     return str(value)
-
-
-def region_kernel(call):
-    """Kernel of ``_subgraph_op``: the property's runner, or a native nested plan when the
-    property cannot build or run the region (counted, with a warning)."""
-    from .runtime import region_runner
-    return region_runner(call)

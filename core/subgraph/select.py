@@ -11,16 +11,17 @@ import logging
 import os
 from typing import Any, Sequence
 
-from ..errors import GraphexecError
-from ..inference import dtype_seeds, run_inference, shape_seeds
-from ..symbol import Symbol
-from .api import NodeShapes, SubgraphBackend, get_backend, get_op_names
-from .auto import AUTO, OnlyNodesProperty, apply_auto
+from ..ir.errors import GraphexecError
+from ..passes.inference import dtype_seeds, run_inference, shape_seeds
+from ..plugins import plugin_config
+from ..symbol.symbol import Symbol
+from .api import (NodeShapes, PartitionRequest, SubgraphBackend, SubgraphProperty, VetoSelector,
+                  get_backend, get_op_names)
 from .partition import grow_regions, partition_symbol
 from .plan import PartitionPlan
 
 __all__ = ["resolve_backends", "parse_backend_spec", "apply_backends", "verbosity",
-           "node_shapes"]
+           "node_shapes", "OnlyNodesProperty"]
 
 log = logging.getLogger("graphexec.subgraph")
 
@@ -43,7 +44,6 @@ def resolve_backends(backend: str | Sequence[str] | None,
     if backend is None:
         backend = os.environ.get("MXNET_SUBGRAPH_BACKEND")
     if backend is None:
-        from ..plugins import plugin_config
         backend = plugin_config().get("subgraph", {}).get("default_backend", "NONE")
     if isinstance(backend, str):
         names, parsed = parse_backend_spec(backend)
@@ -117,24 +117,25 @@ def apply_backends(sym: Symbol, names: list[str], ctx: Any, need_grad: bool,
                    restrict: dict[str, set[str]] | None = None) -> tuple[Symbol, PartitionPlan]:
     """Partition ``sym`` with each backend in turn; returns the symbol and the plan.
     ``input_shapes`` / ``input_dtypes`` (by variable name) let properties that need shapes
-    see the inferred graph. ``restrict`` limits a backend to the named nodes (used by the
-    ``auto`` strategy, which is handled here: see :mod:`.auto`)."""
-    if AUTO in names:
+    see the inferred graph. ``restrict`` limits a backend to the named nodes (what a
+    whole-graph backend such as ``auto`` uses to hand each region to the backend it chose)."""
+    backends = [get_backend(name) for name in names]
+    whole = [b for b in backends if b.whole_graph]
+    if whole:
         if len(names) > 1:
-            raise GraphexecError(f"backend {AUTO!r} chooses among all backends itself: give it "
-                                 f"alone, not in the chain {names}")
+            raise GraphexecError(f"backend {whole[0].name!r} chooses among all backends itself: "
+                                 f"give it alone, not in the chain {names}")
 
-        def partition(s, chosen, restrict=None):
+        def apply(s, chosen, restrict=None):
             return apply_backends(s, chosen, ctx, need_grad, options, input_shapes,
                                   input_dtypes, restrict)
-        return apply_auto(sym, ctx, need_grad, options or {}, input_shapes or {},
-                          input_dtypes or {}, partition)
+        return whole[0].partition_graph(PartitionRequest(
+            sym, ctx, need_grad, options or {}, input_shapes or {}, input_dtypes or {}, apply))
     plan = PartitionPlan(backends=list(names))
     for node in sym._indexed().nodes:  # the table lists nodes in graph order
         if node.op is not None:
             plan.decide(node.name, node.op.name, None)
     verbose = verbosity()
-    backends = [get_backend(name) for name in names]
     _check_options(backends, options or {})
     for name, backend in zip(names, backends):
         if not _backend_active(backend, ctx, verbose):
@@ -170,6 +171,28 @@ def apply_backends(sym: Symbol, names: list[str], ctx: Any, need_grad: bool,
                         log.info("%s region %d (%s): %d nodes %s", name, region.id, region.node,
                                  len(region.members), region.members)
     return sym, plan
+
+
+class OnlyNodesProperty(SubgraphProperty):
+    """``prop`` whose selector only claims ``allowed`` nodes (regions still run through the
+    backend's own property: the region node names the backend and property index)."""
+
+    def __init__(self, prop: SubgraphProperty, allowed: set[str]):
+        self.__dict__.update(prop.__dict__)
+        self.name = prop.name
+        self._prop, self._allowed = prop, allowed
+
+    def create_selector(self):
+        allowed = self._allowed
+        return VetoSelector(self._prop.create_selector(), lambda node: None
+                            if node.name in allowed
+                            else "auto: native or another backend measured faster")
+
+    def create_subgraph_node(self, *args, **kwargs):
+        return self._prop.create_subgraph_node(*args, **kwargs)
+
+    def create_runner(self, region):
+        return self._prop.create_runner(region)
 
 
 def _check_options(backends: list[SubgraphBackend], options: dict[str, dict]) -> None:

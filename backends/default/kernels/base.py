@@ -7,7 +7,7 @@ from typing import Callable
 
 import numpy as np
 
-from graphexec.core.kernels import KernelCall, KernelFactory, KernelFn
+from graphexec.core.runtime.kernels import KernelCall, KernelFactory, KernelFn
 
 __all__ = ["KERNELS", "INPLACE", "kernel", "special", "KernelCall", "KernelFn", "is_float",
            "cast_scalar", "scalar_operand", "sequence", "nothing", "bound_by_scalar"]

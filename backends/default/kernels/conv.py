@@ -15,6 +15,7 @@ import math
 
 import numpy as np
 
+from graphexec.core.ops.common import lowest
 from graphexec.core.ops.conv import (conv_geometry, deconv_adjustments, deconv_pads,
                                      pool_count_region, pool_geometry)
 
@@ -22,7 +23,7 @@ from .base import kernel
 from .nn import matmul_into, reshaper, work_dtype
 
 __all__ = ["channel_first_view", "windows", "Scratch", "padded_shape", "pad_into",
-           "padded_source", "offset_slices", "avg_divisor", "lp_root", "lowest"]
+           "padded_source", "offset_slices", "avg_divisor", "lp_root"]
 
 
 def channel_first_view(arr, last: bool):
@@ -194,12 +195,6 @@ def deconvolution(call):
 
 
 # -- Pooling ------------------------------------------------------------------------------
-def lowest(dtype):
-    """The smallest value of ``dtype`` (max pooling's padding)."""
-    dtype = np.dtype(dtype)
-    return np.finfo(dtype).min if dtype.kind == "f" else np.iinfo(dtype).min
-
-
 def avg_divisor(xp, p, sp_in: tuple, geo, out_sp: tuple):
     """The number of counted positions in every window: a scalar when all windows count
     prod(kernel), else an array of out_sp's shape (never 0: empty windows give 0 / 1)."""

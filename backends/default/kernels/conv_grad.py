@@ -16,12 +16,11 @@ import math
 
 import numpy as np
 
-from graphexec.core.ops.conv import (conv_geometry, deconv_adjustments, deconv_pads,
-                                     pool_geometry)
+from graphexec.core.ops.common import lowest
+from graphexec.core.ops.conv import conv_geometry, deconv_adjustments, deconv_pads, pool_geometry
 
 from .base import kernel
-from .conv import (Scratch, avg_divisor, channel_first_view, lowest, offset_slices,
-                   pad_into, padded_shape)
+from .conv import Scratch, avg_divisor, channel_first_view, offset_slices, pad_into, padded_shape
 from .nn import matmul_into, reshaper, work_dtype
 from .nn_grad import nothing, sum_into, target
 

@@ -9,14 +9,11 @@ from functools import partial
 
 import numpy as np
 
+from graphexec.core.ops.nn import SELU_ALPHA, SELU_LAMBDA
+
 from .base import bound_by_scalar, cast_scalar, kernel, special
 
-__all__ = ["reshaper", "work_dtype", "matmul_into", "softmax_fn", "SELU_ALPHA", "SELU_LAMBDA"]
-
-# SELU constants (Klambauer et al. 2017), as MXNet
-SELU_ALPHA = 1.6732632423543772848170429916717
-SELU_LAMBDA = 1.0507009873554804934193349852946
-
+__all__ = ["reshaper", "work_dtype", "matmul_into", "softmax_fn"]
 
 def reshaper(arr, shape):
     """A zero-argument function returning ``arr`` reshaped to ``shape``: one view made now

@@ -10,8 +10,10 @@ import math
 
 import numpy as np
 
+from graphexec.core.ops.nn import SELU_ALPHA, SELU_LAMBDA
+
 from .base import cast_scalar, kernel, nothing, sequence, special
-from .nn import SELU_ALPHA, SELU_LAMBDA, matmul_into, reshaper, work_dtype
+from .nn import matmul_into, reshaper, work_dtype
 
 __all__ = ["target", "sum_into", "nothing", "sequence"]
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import math
 from typing import Callable
 
-from ...default.kernels.conv import lowest
-from ....core.ops.common import known
-from ....core.ops.conv import (channel_last, conv_geometry, deconv_adjustments, deconv_pads,
-                               pool_geometry, to_channel_first)
-from . import ConvertCall, converter
+from graphexec.core.ops.common import known, lowest
+from graphexec.core.ops.conv import (channel_last, conv_geometry, deconv_adjustments, deconv_pads,
+                                     pool_geometry, to_channel_first)
+
+from ..convert import ConvertCall, converter
 
 Emit = Callable[[ConvertCall, list, str], None]
 

@@ -9,7 +9,7 @@ from typing import Any, Callable
 import numpy as np
 from onnx import numpy_helper
 
-from . import ConvertCall, converter, onnx_dtype
+from ..convert import ConvertCall, converter, onnx_dtype
 
 _ARITH = {"Add": ("elemwise_add", "broadcast_add", "_grad_add"),
           "Sub": ("elemwise_sub", "broadcast_sub"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import ConvertCall, converter, onnx_dtype
+from ..convert import ConvertCall, converter, onnx_dtype
 
 
 def _int64(c: ConvertCall, name: str) -> str:

@@ -8,8 +8,9 @@ from typing import Callable
 
 import numpy as np
 
-from ...default.kernels.nn import SELU_ALPHA, SELU_LAMBDA
-from . import ConvertCall, converter, onnx_dtype
+from graphexec.core.ops.nn import SELU_ALPHA, SELU_LAMBDA
+
+from ..convert import ConvertCall, converter, onnx_dtype
 
 
 @converter("FullyConnected")

@@ -7,8 +7,9 @@ from typing import Callable
 
 import numpy as np
 
-from ....core.ops.reduce import reduce_axes
-from . import ConvertCall, converter, onnx_dtype
+from graphexec.core.ops.reduce import reduce_axes
+
+from ..convert import ConvertCall, converter, onnx_dtype
 
 _REDUCE = {"sum": "ReduceSum", "mean": "ReduceMean", "max": "ReduceMax", "min": "ReduceMin",
            "prod": "ReduceProd", "nansum": "ReduceSum", "nanprod": "ReduceProd"}

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from ....core.ops.matrix import dot_axes
-from ....core.ops.slicing import slice_bounds
-from ....core.ops.tensor import swap_dims, tile_reps
-from . import ConvertCall, converter
+from graphexec.core.ops.matrix import dot_axes
+from graphexec.core.ops.slicing import slice_bounds
+from graphexec.core.ops.tensor import swap_dims, tile_reps
+
+from ..convert import ConvertCall, converter
 
 #: a Slice end before index 0 for a negative step (-1 would mean the last element)
 _INT64_MIN = int(np.iinfo(np.int64).min)

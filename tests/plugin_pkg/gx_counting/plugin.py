@@ -9,11 +9,10 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from graphexec.core.hookspecs import hookimpl
-from graphexec.core.subgraph import (RegionCall, SubgraphBackend, SubgraphProperty,
-                                     native_runner)
-
 import gx_counting
+
+from graphexec.core.hookspecs import hookimpl
+from graphexec.core.subgraph import RegionCall, SubgraphBackend, SubgraphProperty, native_runner
 
 __all__ = ["CountingProperty", "make_backend", "graphexec_register_subgraph_backends",
            "graphexec_partition_done", "DEFAULT_OPS"]

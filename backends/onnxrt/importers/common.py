@@ -1,0 +1,82 @@
+"""Helpers the ONNX op importers share: axis normalisation, numpy-style broadcasting onto
+graphexec's explicit ops, and merging / splitting trailing axes (see :mod:`.importer`)."""
+from __future__ import annotations
+
+from ..importing import node_attrs, node_error, op
+
+
+def axes_of(ctx, node, index: int = 1) -> list[int] | None:
+    """Axes from the attribute (older opsets) or the constant input ``index``."""
+    attrs = node_attrs(node)
+    if "axes" in attrs:
+        return list(attrs["axes"])
+    value = ctx.const(node, index, "axes")
+    return None if value is None else [int(a) for a in value.reshape(-1)]
+
+
+def normalize(node, axes: list[int], rank: int | None) -> list[int]:
+    """``axes`` made non-negative for an input of ``rank``."""
+    if any(a < 0 for a in axes):
+        if rank is None:
+            raise node_error(node, f"negative axes {axes} need the input's rank, which shape "
+                              "inference did not give")
+        axes = [a % rank for a in axes]
+    return axes
+
+
+def broadcast_shape(node, shapes: list[tuple]) -> tuple:
+    """The numpy broadcast of ``shapes`` (dims are ints or symbolic names)."""
+    rank = max(len(s) for s in shapes)
+    out = []
+    for dims in zip(*[(1,) * (rank - len(s)) + tuple(s) for s in shapes]):
+        big = {d for d in dims if d != 1}
+        if len(big) > 1:
+            raise node_error(node, f"input shapes {shapes} do not broadcast")
+        out.append(big.pop() if big else 1)
+    return tuple(out)
+
+
+def expand_to(ctx, node, name: str, target: tuple, suffix: str):
+    """The symbol of value ``name`` broadcast to the static ``target`` shape (numpy rules)."""
+    shape = ctx.shape(name)
+    if shape is None or tuple(shape) == tuple(target):
+        return ctx.sym(name)
+    x = ctx.sym(name)
+    for k in range(len(target) - len(shape)):
+        x = op(ctx, node, "expand_dims", [x], axis=0, suffix=f"{suffix}_rank{k}")
+    return op(ctx, node, "broadcast_to", [x], shape=tuple(target), suffix=suffix)
+
+
+def same_shapes(ctx, names: list[str]) -> bool:
+    """True when shape inference shows the values all have one (possibly symbolic) shape."""
+    shapes = [ctx.shape(n) for n in names]
+    return shapes[0] is not None and None not in shapes[0] and \
+        all(s == shapes[0] for s in shapes)
+
+
+def broadcast_inputs(ctx, node, names: list[str], why: str) -> list:
+    """Symbols of ``names`` broadcast to one shape, for ops that need equal shapes."""
+    if same_shapes(ctx, names):
+        return [ctx.sym(n) for n in names]
+    shapes = [ctx.static_shape(node, n, why) for n in names]
+    target = broadcast_shape(node, shapes)
+    return [expand_to(ctx, node, n, target, f"bcast{i}") for i, n in enumerate(names)]
+
+
+def merge_trailing(ctx, node, x, axis: int, suffix: str):
+    """``x`` with the axes from ``axis`` on merged into one (the leading axes kept)."""
+    return op(ctx, node, "Reshape", [x], shape=(0,) * axis + (-1,), suffix=suffix)
+
+
+def split_trailing(ctx, node, x, axis: int, trailing: tuple, suffix: str = ""):
+    """Undo :func:`merge_trailing`: the last axis of ``x`` split back into ``trailing``."""
+    return op(ctx, node, "Reshape", [x], shape=(0,) * axis + tuple(trailing), suffix=suffix)
+
+
+def trailing_dims(ctx, node, name: str, axis: int, why: str) -> tuple:
+    """The static dims of value ``name`` from ``axis`` on (the leading ones may be dynamic)."""
+    shape = ctx.shape(name)
+    tail = None if shape is None else tuple(shape[axis:])
+    if tail is None or not all(isinstance(d, int) for d in tail):
+        return ctx.static_shape(node, name, why)[axis:]
+    return tail

@@ -1,0 +1,131 @@
+"""Running regions: the kernel of ``_subgraph_op`` asks the claiming property for a runner
+and falls back to a native nested plan (with a warning and a counter) when that fails; the
+nested native plan itself is :func:`native_region_runner` (``native_runner`` of the subgraph
+API, installed there by ``core/startup.py``)."""
+from __future__ import annotations
+
+import json
+import logging
+import warnings
+from typing import Any, Callable
+
+from ..ir.errors import PlacementError
+from ..ir.random import generator
+from ..subgraph.api import RegionCall, get_backend
+from .pipeline import build_graph
+from .plan import ExecPlan
+
+__all__ = ["region_kernel", "native_region_runner"]
+
+log = logging.getLogger("graphexec.subgraph")
+
+
+def native_region_runner(region: RegionCall) -> Callable[[], None]:
+    """Run the region's inner symbol with the native kernels, writing the region outputs in
+    place (a nested executor plan sharing the outer workspace)."""
+    sym = region.symbol
+    ig = sym._indexed()
+    by_name = dict(zip(region.input_names, region.inputs))
+    aux_ids = [i for i in ig.input_nodes if i in ig.mutable_input_nodes]
+    args = [by_name[ig.nodes[i].name] for i in ig.arg_nodes]
+    aux = [by_name[ig.nodes[i].name] for i in aux_ids]
+    reqs = {ig.nodes[i].name: "null" for i in ig.arg_nodes}
+    g = build_graph(sym, ig, args, aux, reqs, ctx=region.ctx, backend="NONE")
+    full = g.indexed
+    eid_of = {ig.nodes[i].name: full.row_ptr[full.node_id[id(ig.nodes[i])]]
+              for i in ig.input_nodes}
+    external = {eid_of[n]: by_name[n] for n in eid_of}
+    grad_reqs = {eid_of[n]: r for n, r in zip(region.input_names, region.input_grad_reqs)}
+    copies = []
+    for k, eid in enumerate(full.outputs):
+        if eid in external:
+            copies.append((eid, k))
+        else:
+            external[eid] = region.outputs[k]
+    workspaces = [(region.ctx, region.workspace)] if region.workspace is not None else None
+    plan = ExecPlan(g, region.ctx, external, arg_grad_reqs=grad_reqs, workspaces=workspaces)
+    is_train = region.is_train
+    outputs = region.outputs
+
+    def run() -> None:
+        plan.run(is_train, "forward")
+        for eid, k in copies:
+            outputs[k][...] = plan.arrays[eid]
+    return run
+
+
+def region_kernel(call: Any) -> Callable[[], None]:
+    """The kernel of ``_subgraph_op``: the claiming property's runner, or a native nested
+    plan when the property cannot build or run the region (counted, with a warning)."""
+    p, attrs = call.params, call.attrs
+    region = RegionCall(p.subgraph, p.input_names, call.inputs, call.outputs, call.ctx,
+                        call.is_train, call.node_name, call.workspace, call.state,
+                        call.input_grad_reqs, call.input_is_var)
+    backend = attrs.get("__backend__", "default")
+    try:
+        prop = get_backend(backend).properties[int(attrs.get("__property__", "0"))]
+        options = json.loads(attrs.get("__options__", "{}"))
+        prop.set_options(**{k: v for k, v in options.items() if k in prop.attrs})
+        run = prop.create_runner(region)
+    except PlacementError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - any backend failure falls back, reported
+        return _fallback(region, backend, f"creating its runner failed: {type(exc).__name__}: "
+                                          f"{exc}")
+    state = call.state
+
+    @_replaying_random(p, call.is_train)
+    def guarded() -> None:
+        fallback = state.get("fallback_runner")
+        if fallback is not None:
+            fallback()
+            return
+        try:
+            run()
+        except PlacementError:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            fallback = _fallback(region, backend, f"running it failed: {type(exc).__name__}: "
+                                                  f"{exc}")
+            fallback()
+    return guarded
+
+
+def _replaying_random(p: Any, is_train: bool):
+    """Decorator for a region's run function: a linked forward region (see
+    ``link_regions`` in ``core/subgraph/region.py``) records the random state it starts
+    from; its backward region recomputes the forward part from that state (the same Dropout
+    masks), then puts the stream back where it was."""
+    def wrap(run: Callable[[], None]) -> Callable[[], None]:
+        link = getattr(p, "link", None)
+        if link is None or not is_train:
+            return run
+        gen = generator()
+        if not getattr(p, "backward", False):
+            def forward() -> None:
+                link["random_state"] = gen.bit_generator.state
+                run()
+            return forward
+
+        def backward() -> None:
+            saved = link.get("random_state")
+            if saved is None:
+                run()
+                return
+            current = gen.bit_generator.state
+            gen.bit_generator.state = saved
+            try:
+                run()
+            finally:
+                gen.bit_generator.state = current
+        return backward
+    return wrap
+
+
+def _fallback(region: RegionCall, backend: str, cause: str) -> Callable[[], None]:
+    region.state["fallbacks"] = region.state.get("fallbacks", 0) + 1
+    warnings.warn(f"subgraph region {region.node_name!r} of backend {backend!r} runs with the "
+                  f"native kernels instead: {cause}", RuntimeWarning, stacklevel=2)
+    run = native_region_runner(region)
+    region.state["fallback_runner"] = run
+    return run

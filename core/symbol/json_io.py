@@ -1,0 +1,237 @@
+"""MXNet's symbol JSON format: ``load``, ``load_json`` and ``to_json`` (byte-compatible with
+the dmlc JSON writer MXNet 1.x uses, so files round-trip unchanged)."""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..ir.errors import GraphexecError, JSONFormatError
+from ..ir.graph import Entry, Node
+from ..ops.registry import get_op
+from .symbol import Symbol, symbol_method
+
+__all__ = ["load", "load_json", "to_json", "tojson", "save", "MXNET_VERSION"]
+
+MXNET_VERSION = 10901
+_LEGACY_VERSION = 800      # what MXNet assumes for a file without "mxnet_version"
+_AUX_INIT_VERSION = 904    # files older than 0.9.4 get initializers on auxiliary states
+#: Attribute names that older files wrote without the ``__x__`` underscores.
+_HIDDEN_KEYS = frozenset({"ctx_group", "lr_mult", "wd_mult", "force_mirroring", "mirror_stage"})
+
+
+def load(fname: str) -> Symbol:
+    """Load a symbol from an MXNet ``-symbol.json`` file."""
+    try:
+        with open(fname) as f:
+            text = f.read()
+    except OSError as exc:
+        raise JSONFormatError(f"cannot read symbol file {fname!r}: {exc.strerror}") from None
+    return load_json(text, source=fname)
+
+
+def load_json(json_str: str, source: str = "<string>") -> Symbol:
+    """Load a symbol from MXNet JSON text (``nodes``/``arg_nodes``/``node_row_ptr``/``heads``)."""
+    try:
+        # strict=False: MXNet writes control characters other than \n \r \t unescaped
+        doc = json.loads(json_str, strict=False)
+    except json.JSONDecodeError as exc:
+        raise JSONFormatError(f"{source}: not valid JSON: {exc}") from None
+    return graph_from_doc(doc, source)
+
+
+def graph_from_doc(doc: Any, source: str) -> Symbol:
+    if not (isinstance(doc, dict) and isinstance(doc.get("nodes"), list)
+            and isinstance(doc.get("heads"), list)):
+        raise JSONFormatError(f"{source}: a symbol JSON needs 'nodes' (a list) and 'heads' "
+                              f"(a list of [node_id, index, version] entries)")
+    version = _doc_version(doc)
+    nodes: list[Node] = []
+    for i, jn in enumerate(doc["nodes"]):
+        nodes.append(_load_node(i, jn, nodes, source, version))
+    heads = [_entry(h, nodes, source, "heads") for h in doc["heads"]]
+    return Symbol(heads)
+
+
+def _doc_version(doc: dict) -> int:
+    """The ``mxnet_version`` a document was written by (files before 0.9 have none)."""
+    attrs = doc.get("attrs")
+    tagged = attrs.get("mxnet_version") if isinstance(attrs, dict) else None
+    if isinstance(tagged, list) and len(tagged) == 2 and isinstance(tagged[1], int):
+        return tagged[1]
+    return _LEGACY_VERSION
+
+
+def _node_attrs(jn: dict, where: str, version: int) -> dict[str, str]:
+    """Attributes of a node: 'attrs', or the legacy 'param' and 'attr' merged, with the
+    upgrades MXNet applies to files from older versions (hidden keys gain underscores)."""
+    attrs: dict[str, str] = {}
+    for key in ("param", "attr", "attrs"):
+        raw = jn.get(key) or {}
+        if not isinstance(raw, dict):
+            raise JSONFormatError(f"{where}: {key!r} must be an object of strings")
+        attrs.update((str(k), v if isinstance(v, str) else json.dumps(v)) for k, v in raw.items())
+    if version < MXNET_VERSION:
+        attrs = {f"__{k}__" if k in _HIDDEN_KEYS else k: v for k, v in attrs.items()}
+    return attrs
+
+
+def _load_node(i: int, jn: Any, nodes: list[Node], source: str, version: int) -> Node:
+    if not (isinstance(jn, dict) and isinstance(jn.get("op"), str)
+            and isinstance(jn.get("name"), str)):
+        raise JSONFormatError(f"{source}: node {i} must be an object with string 'op' and "
+                              f"'name'")
+    name, op_name = jn["name"], jn["op"]
+    where = f"{source}: node {i} ({name!r})"
+    attrs = _node_attrs(jn, where, version)
+    if not isinstance(jn.get("inputs", []), list):
+        raise JSONFormatError(f"{where}: 'inputs' must be a list of [node_id, index, version]")
+    inputs = [_entry(e, nodes, source, f"node {i} ({name!r}) inputs") for e in jn.get("inputs", [])]
+    if op_name == "null":
+        node = Node(None, name, attrs, None, inputs)
+        return node
+    try:
+        op = get_op(op_name)
+    except GraphexecError as exc:
+        raise JSONFormatError(f"{where}: {exc}") from None
+    subgraphs = [graph_from_doc(sg, f"{where} subgraph") for sg in jn.get("subgraphs", [])]
+    try:
+        params = op.parse(attrs, name)
+        if op.subgraph_params is not None:
+            if not subgraphs:
+                raise JSONFormatError(f"{op.name} needs its inner symbol in 'subgraphs'")
+            params = op.subgraph_params(attrs, subgraphs)
+    except GraphexecError as exc:
+        raise JSONFormatError(f"{where}: {exc}") from None
+    expected = len(op.input_names(params))
+    if len(inputs) != expected:
+        raise JSONFormatError(f"{where}: {op.name} takes {expected} inputs "
+                              f"({', '.join(op.input_names(params))}), the file gives {len(inputs)}")
+    deps = [_node_ref(d, nodes, where) for d in jn.get("control_deps", [])]
+    node = Node(op, name, attrs, params, inputs, deps, subgraphs)
+    for k in op.aux_indices(params):
+        if k < len(inputs) and inputs[k].node.op is None:
+            inputs[k].node.version = max(inputs[k].node.version, inputs[k].version)
+    if version < _AUX_INIT_VERSION:
+        _add_aux_initializers(node)
+    return node
+
+
+def _add_aux_initializers(node: Node) -> None:
+    """Files before MXNet 0.9.4 lack ``__init__`` on auxiliary states; MXNet adds the one
+    the operator gives its own auxiliary variables (BatchNorm: zero mean, unit variance)."""
+    names = node.op.input_names(node.params)
+    for k in node.op.aux_indices(node.params):
+        var = node.inputs[k].node
+        init = node.op.input_var_attrs.get(names[k], {}).get("__init__")
+        if var.op is None and init is not None:
+            var.attrs.setdefault("__init__", init)
+
+
+def _node_ref(ref: Any, nodes: list[Node], where: str) -> Node:
+    if not isinstance(ref, int) or not 0 <= ref < len(nodes):
+        raise JSONFormatError(f"{where}: reference {ref!r} is not an earlier node id "
+                              f"(0..{len(nodes) - 1})")
+    return nodes[ref]
+
+
+def _entry(e: Any, nodes: list[Node], source: str, where: str) -> Entry:
+    if not isinstance(e, list) or len(e) not in (2, 3):
+        raise JSONFormatError(f"{source}: {where}: entry {e!r} must be [node_id, index, version]")
+    node = _node_ref(e[0], nodes, f"{source}: {where}")
+    index = e[1]
+    if not isinstance(index, int) or not 0 <= index < node.num_outputs:
+        raise JSONFormatError(f"{source}: {where}: node {node.name!r} has "
+                              f"{node.num_outputs} outputs, entry asks for output {index!r}")
+    return Entry(node, index, e[2] if len(e) == 3 else 0)
+
+
+# -- writing ---------------------------------------------------------------------------
+@symbol_method
+def tojson(self: Symbol) -> str:
+    """MXNet's JSON format (byte-compatible with MXNet 1.x ``tojson``)."""
+    return to_json(self)
+
+
+@symbol_method
+def save(self: Symbol, fname: str) -> None:
+    """Write ``tojson()`` to ``fname``."""
+    with open(fname, "w") as f:
+        f.write(to_json(self))
+
+
+@symbol_method
+def __reduce__(self: Symbol):
+    """Pickle a Symbol as its JSON text."""
+    return (load_json, (to_json(self),))
+
+
+def to_json(sym: Symbol) -> str:
+    """Serialise like MXNet 1.x (dmlc::JSONWriter, 2-space indent, ', ' separators)."""
+    return _write(symbol_doc(sym), 0)
+
+
+def symbol_doc(sym: Symbol) -> dict:
+    """The JSON document of ``sym`` as Python data (keys in MXNet's order)."""
+    ig = sym._indexed()
+    nid = ig.node_id
+    nodes = []
+    for n in ig.nodes:
+        jn: dict[str, Any] = {"op": n.op_name, "name": n.name}
+        if n.attrs:
+            jn["attrs"] = {k: n.attrs[k] for k in sorted(n.attrs)}
+        jn["inputs"] = _Entries([[nid[id(e.node)], e.index, e.version] for e in n.inputs])
+        if n.control_deps:
+            jn["control_deps"] = [nid[id(d)] for d in n.control_deps]
+        if n.subgraphs:
+            jn["subgraphs"] = [symbol_doc(sg) for sg in n.subgraphs]
+        nodes.append(jn)
+    heads = [[nid[id(e.node)], e.index, e.version] for e in sym.outputs]
+    return {"nodes": nodes, "arg_nodes": list(ig.input_nodes), "node_row_ptr": ig.row_ptr,
+            "heads": _Entries(heads), "attrs": {"mxnet_version": _Pair(["int", MXNET_VERSION])}}
+
+
+class _Entries(list):
+    """A list of [node, index, version] triples, each written on one line."""
+
+
+class _Pair(list):
+    """A heterogeneous pair written on one line."""
+
+
+def _write(value: Any, depth: int) -> str:
+    if isinstance(value, str):
+        return _string(value)
+    if isinstance(value, bool) or value is None:
+        return json.dumps(value)
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, _Pair):
+        return "[" + ", ".join(_write(v, depth + 1) for v in value) + "]"
+    if isinstance(value, _Entries):  # dmlc breaks arrays of more than 10 entries into lines
+        return _container("[", "]", [_write(v, depth + 1) for v in value], len(value) > 10,
+                          depth)
+    if isinstance(value, list):
+        multi = len(value) > 10 or any(isinstance(v, (dict, list)) for v in value)
+        return _container("[", "]", [_write(v, depth + 1) for v in value], multi, depth)
+    if isinstance(value, dict):
+        items = [f"{_string(k)}: {_write(v, depth + 1)}" for k, v in value.items()]
+        multi = len(value) > 1 or any(isinstance(v, dict) and not isinstance(v, _Pair)
+                                      for v in value.values()) or "nodes" in value or "op" in value
+        return _container("{", "}", items, multi, depth)
+    raise TypeError(f"cannot write {type(value).__name__} to symbol JSON")
+
+
+def _container(open_: str, close: str, items: list[str], multi: bool, depth: int) -> str:
+    if not items:
+        return open_ + close
+    if not multi:
+        return open_ + ", ".join(items) + close
+    pad = "  " * (depth + 1)
+    return open_ + "\n" + ", \n".join(pad + it for it in items) + "\n" + "  " * depth + close
+
+
+_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _string(s: str) -> str:
+    return '"' + "".join(_ESCAPES.get(ch, ch) for ch in s) + '"'

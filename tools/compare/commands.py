@@ -1,0 +1,244 @@
+"""The comparison tool's command-line subcommands: ``compare``, ``diff-plan``, ``info``,
+``plot`` and ``backends`` (registered in :data:`graphexec.tools.cli.SUBCOMMANDS`).
+
+Tables and the progress display use rich (a well-kept library: column layout, live progress
+and Ctrl-C behaviour we would otherwise write by hand)."""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from typing import Any
+
+from rich.console import Console
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from graphexec.core.subgraph import get_backend, list_backends
+
+from . import compare, diff_plan, parse_strategies
+from .models import load_model, parse_shapes
+from .plot import plot_model
+from .report import write_report
+
+__all__ = ["add_compare", "add_diff_plan", "add_info", "add_plot", "add_backends",
+           "compare_table"]
+
+
+def _model_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("model", metavar="MODEL",
+                   help="a zoo name, an MXNet checkpoint prefix (PREFIX-symbol.json + "
+                        "PREFIX-NNNN.params), a symbol JSON or an ONNX file")
+    p.add_argument("--shape", action="append", default=[], metavar="NAME=D0,D1,...",
+                   help="an input shape (repeatable; required for a bare symbol JSON)")
+    p.add_argument("--epoch", type=int, help="checkpoint epoch (default: the latest)")
+
+
+def _load(args: argparse.Namespace):
+    return load_model(args.model, shapes=parse_shapes(args.shape) or None, epoch=args.epoch)
+
+
+def _console():
+    """A rich console; wide when the output is not a terminal (a file, a pipe, CI logs), so
+    tables keep one line per row."""
+    import sys
+
+    return Console() if sys.stdout.isatty() else Console(width=200)
+
+
+# -- graphexec compare ---------------------------------------------------------------------
+def add_compare(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("compare", help="run a model under several partitioning strategies",
+                       description="Run MODEL under each strategy and print one row per "
+                                   "strategy: regions, ops claimed, boundary crossings, bind "
+                                   "time, latency, memory, difference from NONE, fallbacks.")
+    _model_args(p)
+    p.add_argument("--strategies", default="NONE,default,onnxrt,fused",
+                   help="strategies separated by commas (options attach to the strategy "
+                        "before them: onnxrt:min_size=4,threads=2); chain backends with + "
+                        "(onnxrt+fused), or separate strategies with ; (default: %(default)s)")
+    p.add_argument("--train", action="store_true", help="time forward+backward too")
+    p.add_argument("--repeat", type=int, default=20, metavar="N",
+                   help="timed runs per measurement (default %(default)s)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random inputs/parameters")
+    p.add_argument("--json", metavar="PATH", help="write the results as JSON")
+    p.add_argument("--report", metavar="PATH", help="write a self-contained HTML report")
+    p.set_defaults(run=run_compare)
+
+
+def run_compare(args: argparse.Namespace) -> int:
+
+    console = _console()
+    model = _load(args)
+    strategies = parse_strategies(args.strategies)
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                  console=console, transient=True) as bar:
+        task = bar.add_task("starting", total=None)
+
+        def progress(strategy: str, phase: str) -> None:
+            bar.update(task, description=f"{strategy}: {phase}")
+        result = compare(model, strategies, train=args.train, repeat=args.repeat,
+                         seed=args.seed, progress=progress)
+    console.print(compare_table(result))
+    if result["interrupted"]:
+        console.print("[yellow]interrupted: the rows above are what was measured[/yellow]")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(result, f, indent=1, default=_json_default)
+        console.print(f"results written to {args.json}")
+    if args.report:
+        write_report(result, args.report)
+        console.print(f"report written to {args.report}")
+    return 130 if result["interrupted"] else 0
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+def _ms(stats: dict | None) -> str:
+    if not stats:
+        return "-"
+    return f"{_num(stats['median'])} ({_num(stats['q1'])}-{_num(stats['q3'])})"
+
+
+def _num(v: float) -> str:
+    return f"{v:.0f}" if v >= 100 else f"{v:.3g}"
+
+
+def _mb(n: int | None) -> str:
+    return "-" if n is None else f"{n / 2**20:.1f}"
+
+
+def compare_table(result: dict):
+    """A rich Table of a :func:`~graphexec.tools.compare.compare` result."""
+    m = result["model"]
+    title = (f"{m['name']} ({m['source']}): {m['num_ops']} ops, {m['num_params']:,} parameters, "
+             f"inputs {m['inputs']}" + (", training" if result["train"] else ""))
+    table = Table(title=title)
+    columns = ["strategy", "regions", "claimed/total", "crossings (MB)", "bind s",
+               "1st run s", "forward ms (q1-q3)"]
+    if result["train"]:
+        columns.append("train ms (q1-q3)")
+    columns += ["planned MB", "peak RSS MB (+growth)", "max |diff|", "rel diff", "fallbacks"]
+    for c in columns:
+        table.add_column(c, justify="left" if c == "strategy" else "right")
+    for row in result["strategies"]:
+        if row.get("error"):
+            table.add_row(row["strategy"], f"[red]failed: {row['error']}[/red]",
+                          *[""] * (len(columns) - 2))
+            continue
+        claimed = ", ".join(f"{b} {n}" for b, n in row["claimed"].items()) or "0"
+        cells = [row["strategy"], str(row["regions"]), f"{claimed} / {row['total_ops']}",
+                 f"{row['boundaries']} ({row['boundary_bytes'] / 2**20:.2f})",
+                 f"{row['bind_s']:.3f}", f"{row['first_run_s']:.3f}", _ms(row["forward_ms"])]
+        if result["train"]:
+            cells.append(_ms(row["train_ms"]))
+        cells += [_mb(row["planned_bytes"]),
+                  f"{_mb(row['peak_rss_bytes'])} (+{_mb(row['rss_growth_bytes'])})",
+                  f"{row['max_abs_diff']:.3g}", f"{row['max_rel_diff']:.3g}",
+                  str(row["fallbacks"])]
+        table.add_row(*cells)
+    return table
+
+
+# -- graphexec diff-plan -------------------------------------------------------------------
+def add_diff_plan(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("diff-plan", help="list the nodes two strategies partition differently",
+                       description="Partition MODEL with strategies A and B and list every "
+                                   "operator node whose backend or region differs.")
+    p.add_argument("a", metavar="A", help="first strategy (e.g. onnxrt:min_size=4)")
+    p.add_argument("b", metavar="B", help="second strategy (e.g. fused)")
+    _model_args(p)
+    p.add_argument("--train", action="store_true", help="partition a training bind")
+    p.set_defaults(run=run_diff_plan)
+
+
+def run_diff_plan(args: argparse.Namespace) -> int:
+
+    moved = diff_plan(_load(args), args.a, args.b, train=args.train)
+    console = _console()
+    if not moved:
+        console.print(f"{args.a} and {args.b} partition {args.model} the same way")
+        return 0
+    table = Table(title=f"{len(moved)} node(s) moved between {args.a} and {args.b}")
+    for c in ("node", "op", args.a, args.b):
+        table.add_column(c)
+    for m in moved:
+        table.add_row(m["node"], m["op"], m["a"], m["b"])
+    console.print(table)
+    return 0
+
+
+# -- graphexec info ------------------------------------------------------------------------
+def add_info(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("info", help="ops, parameters, shapes and memory of a model")
+    _model_args(p)
+    p.set_defaults(run=run_info)
+
+
+def run_info(args: argparse.Namespace) -> int:
+    model = _load(args)
+    console = _console()
+    console.print(model.summary())
+    plan = model.bind("NONE", params=False).memory_plan
+    console.print(f"memory (inference bind): planned {plan['planned_bytes'] / 2**20:.1f} MB, "
+                  f"without reuse {plan['unplanned_bytes'] / 2**20:.1f} MB")
+    return 0
+
+
+# -- graphexec plot ------------------------------------------------------------------------
+def add_plot(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("plot", help="draw a model's graph as SVG (like mx.viz.plot_network)")
+    _model_args(p)
+    p.add_argument("-o", "--output", required=True, metavar="PATH", help="the SVG file")
+    p.add_argument("--backend", metavar="STRATEGY",
+                   help="colour the nodes by the backend claiming them under STRATEGY")
+    p.add_argument("--weights", action="store_true", help="draw parameter variables too")
+    p.set_defaults(run=run_plot)
+
+
+def run_plot(args: argparse.Namespace) -> int:
+    model = _load(args)
+    plan = None
+    if args.backend:
+        parted = model.bind(args.backend, params=False).partition_plan
+        plan = parted.to_dict() if parted is not None else None
+    plot_model(model.symbol, args.output, plan=plan, title=model.name,
+               hide_weights=not args.weights)
+    _console().print(f"graph written to {args.output}")
+    return 0
+
+
+# -- graphexec backends --------------------------------------------------------------------
+def add_backends(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("backends", help="the registered subgraph backends and their options")
+    p.set_defaults(run=run_backends)
+
+
+def run_backends(args: argparse.Namespace) -> int:
+
+    table = Table(title="subgraph backends (select with MXNET_SUBGRAPH_BACKEND, bind(backend=), "
+                        "or a compare strategy)")
+    for c in ("backend", "properties", "options (defaults)"):
+        table.add_column(c)
+    for name in list_backends():
+        backend = get_backend(name)
+        props = ", ".join(p.name + (" (inference only)" if p.inference_only else "")
+                          for p in backend.properties)
+        defaults: dict[str, Any] = {}
+        for prop in backend.properties:
+            defaults.update((k, v) for k, v in prop.attrs.items()
+                            if k in backend.options or not backend.options)
+        opts = ", ".join(f"{k}={_option_text(v)}" for k, v in sorted(defaults.items()))
+        table.add_row(name, props, opts)
+    _console().print(table)
+    return 0
+
+
+def _option_text(value: Any) -> str:
+    if isinstance(value, (set, frozenset, list, tuple)):
+        return "|".join(sorted(map(str, value))) or "(none)"
+    return str(value)

@@ -1,0 +1,410 @@
+"""The self-contained HTML report of a comparison (``graphexec compare ... --report out.html``).
+
+One page, no network: inline CSS and SVG, no script. It shows the model, the comparison table
+(best latency highlighted, failed strategies with their error), latency strip/box plots on a
+shared axis, the 'auto' strategy's per-region decisions, and every strategy's partitioned graph
+(one tab each) with its regions and the reasons nodes stayed native. The markup is also
+well-formed XML, so tests (and tools) can parse it with ``xml.etree``.
+
+>>> write_report(gx.compare("resnet18_v1", "NONE,onnxrt,fused"), "report.html")
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from graphexec.core.ir.errors import GraphexecError
+from graphexec.core.subgraph.plan import REASONS
+from graphexec.core.symbol.json_io import load_json
+
+from .plot import backend_colour, esc, graph_svg
+
+__all__ = ["html_report", "write_report"]
+
+_CSS = """
+body { font: 14px/1.45 system-ui, sans-serif; margin: 24px; color: #1d1d1f; }
+h1 { font-size: 22px; margin: 0 0 8px; } h2 { font-size: 18px; margin: 28px 0 8px; }
+h3 { font-size: 15px; margin: 16px 0 6px; }
+dl.meta { display: grid; grid-template-columns: max-content 1fr; gap: 2px 14px; margin: 0; }
+dl.meta dt { color: #666; } dl.meta dd { margin: 0; }
+table { border-collapse: collapse; margin: 6px 0 12px; }
+th, td { border: 1px solid #ccc; padding: 3px 7px; text-align: right; vertical-align: top; }
+table.cmp { font-size: 13px; } table.cmp td.num, .nowrap { white-space: nowrap; }
+table.cmp td.err { max-width: 22em; } small { color: #555; } .scroll { overflow-x: auto; }
+figure { margin: 8px 0; } figcaption { font-weight: bold; }
+th { background: #f2f2f2; } td.text, th.text { text-align: left; }
+td.best { background: #c9f2c7; font-weight: bold; }
+.err { color: #a0281e; } tr.failed td { background: #fdecea; }
+.chip { display: inline-block; width: 10px; height: 10px; border: 1px solid #555;
+        border-radius: 2px; margin-right: 4px; }
+.banner { background: #fff3cd; border: 1px solid #e0c060; padding: 6px 10px; }
+.tabs > input { position: absolute; opacity: 0; }
+.tabs > label { display: inline-block; padding: 5px 12px; border: 1px solid #bbb;
+                border-bottom: none; border-radius: 6px 6px 0 0; background: #eee;
+                cursor: pointer; margin-right: 2px; }
+.tabs > input:focus-visible + label { outline: 2px solid #1967d2; }
+.panel { display: none; border: 1px solid #bbb; padding: 10px 14px; }
+.graph { overflow: auto; max-height: 80vh; border: 1px solid #ddd; margin: 8px 0; }
+.graph svg { display: block; }
+details > summary { cursor: pointer; }
+ul.names { columns: 3; font: 12px monospace; margin: 4px 0; }
+"""
+
+
+def write_report(result: dict, path: str | Path) -> Path:
+    """Write :func:`html_report` of ``result`` to ``path`` (UTF-8); returns the path."""
+    path = Path(path)
+    path.write_text(html_report(result), encoding="utf-8")
+    return path
+
+
+def html_report(result: dict) -> str:
+    """The comparison ``result`` (as ``gx.compare`` returns it) as one self-contained HTML5
+    page: header, comparison table, latency plots, 'auto' decisions and partitioned graphs."""
+    model, rows = result["model"], result["strategies"]
+    title = f"graphexec compare: {model['name']}"
+    body = [f"<h1>{esc(title)}</h1>", _header(result)]
+    if result.get("interrupted"):
+        body.append('<p class="banner">Interrupted: only the strategies measured before '
+                    'Ctrl-C are shown.</p>')
+    body += ["<h2>Comparison</h2>", _table(rows, result.get("reference", "NONE")),
+             "<h2>Latency</h2>", _latency_svg(rows, "forward_ms", "forward, ms")]
+    if any(r.get("train_ms") for r in rows):
+        body.append(_latency_svg(rows, "train_ms", "training step (forward + backward), ms"))
+    for row in rows:
+        if row.get("auto"):
+            body.append(_auto_table(row))
+    body += ['<h2 id="graphs">Partitioned graphs</h2>', _graphs(result)]
+    css = _CSS + "".join(
+        f"#gx-tab-{i}:checked ~ #gx-panel-{i} {{ display: block; }}\n"
+        f"#gx-tab-{i}:checked + label {{ background: #fff; font-weight: bold; }}\n"
+        for i in range(len(rows)))
+    return ('<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"/>'
+            '<meta name="viewport" content="width=device-width, initial-scale=1"/>'
+            f'<link rel="icon" href="data:,"/><title>{esc(title)}</title>'
+            f"<style>{css}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n")
+
+
+def _header(result: dict) -> str:
+    model = result["model"]
+    inputs = ", ".join(f"{k} {tuple(v)}" for k, v in model.get("inputs", {}).items())
+    items = [("source", model.get("source", "")), ("inputs", inputs),
+             ("operators", model.get("num_ops")), ("parameters", _count(model.get("num_params"))),
+             ("mode", "training (forward + backward)" if result.get("train") else "inference"),
+             ("timed runs", result.get("repeat")), ("reference", result.get("reference", "NONE"))]
+    return '<dl class="meta">' + "".join(f"<dt>{esc(k)}</dt><dd>{esc(_text(v))}</dd>"
+                                         for k, v in items) + "</dl>"
+
+
+_COLUMNS = ["strategy", "status", "regions", "claimed ops", "boundaries", "bind s",
+            "first run s", "forward ms, q1\u2013q3", "speed-up", "train ms, q1\u2013q3",
+            "planned / peak RSS", "max diff abs / rel", "fallbacks"]
+
+
+def _table(rows: list[dict], reference: str) -> str:
+    """One row per strategy; the lowest forward (and train) median is highlighted."""
+    best = {key: _best(rows, key) for key in ("forward_ms", "train_ms")}
+    ref = next((r for r in rows if r["strategy"] == reference and not r.get("error")), None)
+    head = "".join(f'<th class="{"text" if i < 2 else "num"}">{esc(c)}</th>'
+                   for i, c in enumerate(_COLUMNS))
+    out = [f'<div class="scroll"><table class="cmp"><thead><tr>{head}</tr></thead><tbody>']
+    for i, row in enumerate(rows):
+        out.append(_table_row(i, row, best, ref))
+    out.append("</tbody></table></div>")
+    return "".join(out)
+
+
+def _table_row(i: int, row: dict, best: dict, ref: dict | None) -> str:
+    error = row.get("error")
+    status = f'<td class="text err">{esc(error)}</td>' if error else '<td class="text">ok</td>'
+    claimed = ", ".join(f'<span class="chip" style="background:{backend_colour(b)}"></span>'
+                        f"{esc(b)} {n}" for b, n in (row.get("claimed") or {}).items())
+    if "total_ops" in row:
+        claimed = f"{claimed or 'none'} / {row['total_ops']}"
+    speed = _speedup(row, ref)
+    cells = [_num(row.get("regions")), f'<td class="text nowrap">{claimed}</td>',
+             _num(_boundaries(row)), _num(_fixed(row.get("bind_s"), 3)),
+             _num(_fixed(row.get("first_run_s"), 3)),
+             _latency_cell(row, "forward_ms", best), _num(speed),
+             _latency_cell(row, "train_ms", best),
+             _num(_pair(_bytes(row.get("planned_bytes")), _bytes(row.get("peak_rss_bytes")))),
+             _num(_pair(_sci(row.get("max_abs_diff")), _sci(row.get("max_rel_diff")))),
+             _num(row.get("fallbacks"))]
+    cls = "strategy-row failed" if error else "strategy-row"
+    return (f'<tr class="{cls}" id="gx-row-{i}" data-strategy="{esc(row["strategy"])}">'
+            f'<td class="text"><b>{esc(row["strategy"])}</b></td>{status}{"".join(cells)}</tr>')
+
+
+def _best(rows: list[dict], key: str) -> float | None:
+    medians = [r[key]["median"] for r in rows if not r.get("error") and r.get(key)]
+    return min(medians) if medians else None
+
+
+def _latency_cell(row: dict, key: str, best: dict) -> str:
+    stats = row.get(key)
+    if not stats:
+        return _num(None)
+    cls = "num best" if not row.get("error") and stats["median"] == best[key] else "num"
+    return (f'<td class="{cls}">{_ms(stats["median"])}<br/>'
+            f'<small>{_ms(stats["q1"])}\u2013{_ms(stats["q3"])}</small></td>')
+
+
+def _speedup(row: dict, ref: dict | None) -> str | None:
+    stats, base = row.get("forward_ms"), (ref or {}).get("forward_ms")
+    if not stats or not base or stats["median"] <= 0:
+        return None
+    return f"{base['median'] / stats['median']:.2f}\u00d7"
+
+
+def _boundaries(row: dict) -> tuple[str, str] | None:
+    if row.get("boundaries") is None:
+        return None
+    return str(row["boundaries"]), _text(_bytes(row.get("boundary_bytes")))
+
+
+def _pair(a: str | None, b: str | None) -> tuple[str, str] | None:
+    return None if a is None and b is None else (_text(a), _text(b))
+
+
+def _num(value: object) -> str:
+    """A numeric cell; a pair goes on two lines, the second one small."""
+    if isinstance(value, tuple):
+        return f'<td class="num">{esc(value[0])}<br/><small>{esc(value[1])}</small></td>'
+    return f'<td class="num">{esc(_text(value))}</td>'
+
+
+def _text(value: object) -> str:
+    return "\u2014" if value is None or value == "" else str(value)
+
+
+def _ms(v: float) -> str:
+    return f"{v:.3g}" if v < 100 else f"{v:.0f}"
+
+
+def _fixed(v: float | None, digits: int) -> str | None:
+    return None if v is None else f"{v:.{digits}f}"
+
+
+def _sci(v: float | None) -> str | None:
+    return None if v is None else f"{v:.2e}"
+
+
+def _bytes(n: int | None) -> str | None:
+    if n is None:
+        return None
+    k, size = 0, float(n)
+    while abs(size) >= 1024 and k < 3:
+        size, k = size / 1024, k + 1
+    return f"{n} B" if k == 0 else f"{size:.1f} {('KiB', 'MiB', 'GiB')[k - 1]}"
+
+
+def _count(n: int | None) -> str | None:
+    if n is None:
+        return None
+    return f"{n:,} ({n / 1e6:.2f} M)" if n >= 1e5 else f"{n:,}"
+
+
+# -- latency plot ------------------------------------------------------------------------------
+_PLOT_W, _ROW_H, _LABEL_CH = 560, 30, 7.0
+
+
+def _latency_svg(rows: list[dict], key: str, caption: str) -> str:
+    """Strip and box plot of every strategy's samples on one axis (log when they span more
+    than a factor 30): whiskers min-max, box q1-q3, median bar, samples as dots."""
+    stats = [r.get(key) if not r.get("error") else None for r in rows]
+    values = [v for s in stats if s for v in s["samples"] + [s["min"], s["max"]]]
+    if not values:
+        return f'<p class="latency">{esc(caption)}: nothing measured.</p>'
+    lo, hi = min(values), max(values)
+    log = lo > 0 and hi / lo > 30
+    axis = _Axis(lo, hi, log)
+    label_w = 12 + _LABEL_CH * max(len(r["strategy"]) for r in rows)
+    width, height = label_w + _PLOT_W + 130, 40 + _ROW_H * len(rows)
+    out = [f'<figure class="latency" data-metric="{esc(key)}"><figcaption>{esc(caption)}'
+           f'{" (log scale)" if log else ""}</figcaption><svg xmlns="http://www.w3.org/2000/svg" '
+           f'width="{width:.0f}" height="{height}" viewBox="0 0 {width:.0f} {height}" '
+           f'font-family="system-ui, sans-serif" font-size="12">']
+    for t in axis.ticks():
+        x = label_w + axis.at(t)
+        out.append(f'<line x1="{x:.1f}" y1="4" x2="{x:.1f}" y2="{height - 22}" stroke="#e3e3e3"/>'
+                   f'<text x="{x:.1f}" y="{height - 8}" text-anchor="middle" fill="#555">'
+                   f'{_ms(t)}</text>')
+    for k, (row, s) in enumerate(zip(rows, stats)):
+        out.append(_latency_row(k, row, s, axis, label_w))
+    out.append("</svg></figure>")
+    return "".join(out)
+
+
+def _latency_row(k: int, row: dict, s: dict | None, axis: "_Axis", label_w: float) -> str:
+    y = 10 + k * _ROW_H + _ROW_H / 2
+    out = [f'<g class="latency-row" data-strategy="{esc(row["strategy"])}">'
+           f'<text x="4" y="{y + 4:.1f}">{esc(row["strategy"])}</text>']
+    if s is None:
+        why = "failed" if row.get("error") else "not measured"
+        out.append(f'<text x="{label_w + 4:.1f}" y="{y + 4:.1f}" fill="#a0281e">{why}</text></g>')
+        return "".join(out)
+    x = {q: label_w + axis.at(s[q]) for q in ("min", "q1", "median", "q3", "max")}
+    out.append(f'<line x1="{x["min"]:.1f}" y1="{y:.1f}" x2="{x["max"]:.1f}" y2="{y:.1f}" '
+               f'stroke="#888"/><rect x="{x["q1"]:.1f}" y="{y - 8:.1f}" '
+               f'width="{max(x["q3"] - x["q1"], 1):.1f}" height="16" fill="#cfe0f5" '
+               f'stroke="#4a76a8"/><line x1="{x["median"]:.1f}" y1="{y - 10:.1f}" '
+               f'x2="{x["median"]:.1f}" y2="{y + 10:.1f}" stroke="#1d3f6e" stroke-width="2.5"/>')
+    for j, v in enumerate(s["samples"]):
+        jitter = ((j * 0.618034) % 1 - 0.5) * 12   # golden-ratio spread: stable, even
+        out.append(f'<circle cx="{label_w + axis.at(v):.1f}" cy="{y + jitter:.1f}" r="2" '
+                   f'fill="#d4572a" fill-opacity="0.6"/>')
+    out.append(f'<text x="{label_w + _PLOT_W + 10:.1f}" y="{y + 4:.1f}">{_ms(s["median"])} ms'
+               f'</text><title>{esc(row["strategy"])}: median {_ms(s["median"])} ms, '
+               f'q1 {_ms(s["q1"])}, q3 {_ms(s["q3"])}, min {_ms(s["min"])}, '
+               f'max {_ms(s["max"])}, {len(s["samples"])} runs</title></g>')
+    return "".join(out)
+
+
+class _Axis:
+    """Maps milliseconds to x in [0, _PLOT_W]: linear from 0, or log10 over the data."""
+
+    def __init__(self, lo: float, hi: float, log: bool):
+        self.log = log
+        if log:
+            self.lo, self.hi = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
+        else:
+            self.step = _nice(hi / 5) if hi > 0 else 1.0
+            self.lo, self.hi = 0.0, self.step * math.ceil(hi / self.step) or self.step
+
+    def at(self, v: float) -> float:
+        if self.log:
+            return _PLOT_W * (math.log10(v) - self.lo) / (self.hi - self.lo)
+        return _PLOT_W * (v - self.lo) / (self.hi - self.lo)
+
+    def ticks(self) -> list[float]:
+        if self.log:
+            return [m * 10.0 ** e for e in range(self.lo, self.hi + 1) for m in (1, 2, 5)
+                    if m * 10.0 ** e <= 10.0 ** self.hi]
+        return [self.step * i for i in range(int(round(self.hi / self.step)) + 1)]
+
+
+def _nice(x: float) -> float:
+    """The smallest 1, 2 or 5 times a power of ten at least ``x``."""
+    base = 10.0 ** math.floor(math.log10(x))
+    return next(m * base for m in (1, 2, 5, 10) if m * base >= x)
+
+
+# -- auto decisions, graphs ---------------------------------------------------------------
+def _auto_table(row: dict) -> str:
+    decisions = row["auto"].get("decisions", [])
+    backends = sorted({b for d in decisions for b in d.get("timings_ms", {})})
+    head = "".join(f"<th>{esc(b)} ms</th>" for b in backends)
+    out = [f'<h3>Per-region decisions of {esc(row["strategy"])}</h3><table class="auto">'
+           f'<thead><tr><th class="text">region</th><th>ops</th><th class="text">chosen</th>'
+           f"{head}</tr></thead><tbody>"]
+    for d in decisions:
+        times = d.get("timings_ms", {})
+        cells = "".join(
+            f'<td class="num{" best" if b == d.get("chosen") else ""}">'
+            f'{_ms(times[b]) if b in times else _text(None)}</td>' for b in backends)
+        members = esc(", ".join(d.get("members", [])))
+        out.append(f'<tr class="auto-row" data-region="{esc(d["region"])}">'
+                   f'<td class="text">{esc(d["region"])}</td><td title="{members}">'
+                   f'{len(d.get("members", []))}</td><td class="text">{esc(d.get("chosen"))}'
+                   f"</td>{cells}</tr>")
+    out.append("</tbody></table>")
+    return "".join(out)
+
+
+def _graphs(result: dict) -> str:
+    """One tab per strategy: its graph coloured by its plan, its regions, its native nodes."""
+    model = result["model"]
+    symbol = load_json(model["symbol_json"])
+    shapes = _shapes(symbol, model.get("inputs", {}))
+    out = ['<div class="tabs">']
+    rows = result["strategies"]
+    for i, row in enumerate(rows):
+        checked = ' checked="checked"' if i == 0 else ""
+        out.append(f'<input type="radio" name="gx-tabs" id="gx-tab-{i}"{checked}/>'
+                   f'<label for="gx-tab-{i}">{esc(row["strategy"])}</label>')
+    for i, row in enumerate(rows):
+        out.append(f'<section class="panel" id="gx-panel-{i}" '
+                   f'data-strategy="{esc(row["strategy"])}">{_panel(row, symbol, shapes, model)}'
+                   f"</section>")
+    out.append("</div>")
+    return "".join(out)
+
+
+def _shapes(symbol, inputs: dict) -> dict:
+    """The shape of every internal entry the model's input shapes decide ({} when shape
+    inference rejects them: the graphs are then drawn without shapes)."""
+    internals = symbol.get_internals()
+    known = {k: tuple(v) for k, v in inputs.items() if k in set(symbol.list_arguments())}
+    try:
+        _, out_shapes, _ = internals.infer_shape_partial(**known)
+    except GraphexecError:
+        return {}
+    return {name: shape for name, shape in zip(internals.list_outputs(), out_shapes)
+            if shape and all(d > 0 for d in shape)}
+
+
+def _panel(row: dict, symbol, shapes: dict, model: dict) -> str:
+    """A strategy's error if it failed, else its graph coloured by its plan, the regions and
+    the operators left native (a strategy without a plan runs everything natively)."""
+    plan = row.get("plan")
+    out = [f"<h3>{esc(row['strategy'])}</h3>"]
+    if row.get("error"):
+        out.append(f'<p class="err">Failed: {esc(row["error"])}</p>')
+        if plan is None:
+            return "".join(out)
+    if plan is None:
+        out.append("<p>No partitioning: every operator runs natively.</p>")
+    else:
+        out.append(f"<p>backends: {esc(', '.join(plan.get('backends', [])))}; "
+                   f"{len(plan.get('regions', []))} regions; fallbacks: "
+                   f"{plan.get('fallbacks', 0)}; host copies: {plan.get('host_copies', 0)}</p>")
+        out += [f'<p class="err">skipped: {esc(s)}</p>' for s in plan.get("skipped", [])]
+    svg = graph_svg(symbol, plan, shapes=shapes, title=f"{model['name']}: {row['strategy']}",
+                    inputs=model.get("inputs") or None)
+    out.append(f'<div class="graph">{svg}</div>')
+    if plan is not None:
+        out += [_regions_table(plan), _native_table(plan)]
+    return "".join(out)
+
+
+def _regions_table(plan: dict) -> str:
+    out = ['<table class="regions"><thead><tr><th>region</th><th class="text">backend</th>'
+           '<th class="text">node</th><th>ops</th><th class="text">members</th>'
+           '<th class="text">inputs</th><th class="text">outputs</th></tr></thead><tbody>']
+    for reg in plan.get("regions", []):
+        chip = f'<span class="chip" style="background:{backend_colour(reg["backend"])}"></span>'
+        out.append(f'<tr class="region-row" data-region="{esc(reg["id"])}">'
+                   f'<td>{esc(reg["id"])}</td><td class="text">{chip}{esc(reg["backend"])}</td>'
+                   f'<td class="text">{esc(reg["node"])}</td><td>{len(reg["members"])}</td>'
+                   f'<td class="text">{_names(reg["members"])}</td>'
+                   f'<td class="text">{_names(reg["inputs"])}</td>'
+                   f'<td class="text">{_names(reg["outputs"])}</td></tr>')
+    out.append("</tbody></table>")
+    return "".join(out)
+
+
+def _names(names: list[str]) -> str:
+    """A short list inline, a long one folded in <details>."""
+    if len(names) <= 3:
+        return esc(", ".join(names))
+    items = "".join(f"<li>{esc(n)}</li>" for n in names)
+    return (f"<details><summary>{esc(names[0])} and {len(names) - 1} more</summary>"
+            f'<ul class="names">{items}</ul></details>')
+
+
+def _reason(code: str | None) -> str:
+    return REASONS.get(code, code) if code else "no backend claimed it"
+
+
+def _native_table(plan: dict) -> str:
+    native = [d for d in plan.get("nodes", []) if d.get("region") is None]
+    if not native:
+        return "<p>Every operator is claimed by a region.</p>"
+    rows = "".join(f'<tr class="native-row" data-node="{esc(d["node"])}"><td class="text">'
+                   f'{esc(d["node"])}</td><td class="text">{esc(d["op"])}</td>'
+                   f'<td class="text">{esc(_reason(d.get("reason")))}'
+                   f"</td></tr>" for d in native)
+    return (f"<details open=\"open\"><summary>{len(native)} operators left native</summary>"
+            f'<table class="native"><thead><tr><th class="text">node</th><th class="text">op'
+            f'</th><th class="text">reason</th></tr></thead><tbody>{rows}</tbody></table>'
+            f"</details>")
