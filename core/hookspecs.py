@@ -20,8 +20,9 @@ __all__ = ["hookspec", "hookimpl"]
 def graphexec_register_ops(register: Callable[[Any], Any]) -> None:
     """Declare operators: call ``register(OpDef(...))`` once per operator.
 
-    Called once, when the operator registry is first used. A plugin may replace a built-in
-    declaration by registering the same name. Not ``firstresult``: every plugin is called.
+    Called once, when ``graphexec`` is imported, before any other registration hook. A plugin
+    may replace a built-in declaration by registering the same name. Not ``firstresult``:
+    every plugin is called.
     """
 
 
