@@ -113,7 +113,8 @@ def apply_auto(sym, ctx, need_grad: bool, options: dict, input_shapes: dict,
             won.setdefault(r["backend"], set()).update(r["members"])
     if measured:
         _save_profile(opts["profile"], regions, decisions)
-    part, plan = partition(sym, list(won), restrict=won)
+    part, plan = partition(sym, list(won), restrict=won,
+                           reason="auto: native or another backend measured faster")
     plan.backends = [AUTO] + plan.backends
     plan.decisions = decisions
     return part, plan

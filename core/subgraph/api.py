@@ -247,9 +247,10 @@ class SubgraphProperty:
 class PartitionRequest(NamedTuple):
     """What a whole-graph backend's :meth:`SubgraphBackend.partition_graph` receives: the
     symbol, context, whether gradients are requested, options per backend name, input shapes
-    and dtypes by variable name, and ``apply(symbol, names, restrict=None)``, which
-    partitions with other backends (``restrict``: backend name -> the node names it may
-    claim) and returns ``(symbol, PartitionPlan)``."""
+    and dtypes by variable name, and ``apply(symbol, names, restrict=None, reason=...)``,
+    which partitions with other backends (``restrict``: backend name -> the node names it
+    may claim; the plan gives the others ``reason``) and returns ``(symbol,
+    PartitionPlan)``."""
 
     symbol: Any
     ctx: Any

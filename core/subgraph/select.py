@@ -114,11 +114,14 @@ def apply_backends(sym: Symbol, names: list[str], ctx: Any, need_grad: bool,
                    options: dict[str, dict] | None = None,
                    input_shapes: dict[str, tuple] | None = None,
                    input_dtypes: dict[str, Any] | None = None,
-                   restrict: dict[str, set[str]] | None = None) -> tuple[Symbol, PartitionPlan]:
+                   restrict: dict[str, set[str]] | None = None,
+                   restrict_reason: str = "left to another backend by the strategy"
+                   ) -> tuple[Symbol, PartitionPlan]:
     """Partition ``sym`` with each backend in turn; returns the symbol and the plan.
     ``input_shapes`` / ``input_dtypes`` (by variable name) let properties that need shapes
     see the inferred graph. ``restrict`` limits a backend to the named nodes (what a
-    whole-graph backend such as ``auto`` uses to hand each region to the backend it chose)."""
+    whole-graph backend such as ``auto`` uses to hand each region to the backend it chose);
+    the plan gives the other nodes ``restrict_reason``."""
     backends = [get_backend(name) for name in names]
     whole = [b for b in backends if b.whole_graph]
     if whole:
@@ -126,9 +129,9 @@ def apply_backends(sym: Symbol, names: list[str], ctx: Any, need_grad: bool,
             raise GraphexecError(f"backend {whole[0].name!r} chooses among all backends itself: "
                                  f"give it alone, not in the chain {names}")
 
-        def apply(s, chosen, restrict=None):
+        def apply(s, chosen, restrict=None, reason="left to another backend by the strategy"):
             return apply_backends(s, chosen, ctx, need_grad, options, input_shapes,
-                                  input_dtypes, restrict)
+                                  input_dtypes, restrict, reason)
         return whole[0].partition_graph(PartitionRequest(
             sym, ctx, need_grad, options or {}, input_shapes or {}, input_dtypes or {}, apply))
     plan = PartitionPlan(backends=list(names))
@@ -163,7 +166,7 @@ def apply_backends(sym: Symbol, names: list[str], ctx: Any, need_grad: bool,
             if prop.needs_shapes:
                 prop.shapes = node_shapes(sym, input_shapes or {}, input_dtypes or {})
             if restrict is not None:
-                prop = OnlyNodesProperty(prop, restrict.get(name, set()))
+                prop = OnlyNodesProperty(prop, restrict.get(name, set()), restrict_reason)
             sym = partition_symbol(sym, prop, name, index, plan, opts)
             if verbose > 1:
                 for region in plan.regions:
@@ -174,19 +177,19 @@ def apply_backends(sym: Symbol, names: list[str], ctx: Any, need_grad: bool,
 
 
 class OnlyNodesProperty(SubgraphProperty):
-    """``prop`` whose selector only claims ``allowed`` nodes (regions still run through the
-    backend's own property: the region node names the backend and property index)."""
+    """``prop`` whose selector only claims ``allowed`` nodes, the others vetoed with
+    ``reason`` (regions still run through the backend's own property: the region node names
+    the backend and property index)."""
 
-    def __init__(self, prop: SubgraphProperty, allowed: set[str]):
+    def __init__(self, prop: SubgraphProperty, allowed: set[str], reason: str):
         self.__dict__.update(prop.__dict__)
         self.name = prop.name
-        self._prop, self._allowed = prop, allowed
+        self._prop, self._allowed, self._reason = prop, allowed, reason
 
     def create_selector(self):
-        allowed = self._allowed
-        return VetoSelector(self._prop.create_selector(), lambda node: None
-                            if node.name in allowed
-                            else "auto: native or another backend measured faster")
+        allowed, reason = self._allowed, self._reason
+        return VetoSelector(self._prop.create_selector(),
+                            lambda node: None if node.name in allowed else reason)
 
     def create_subgraph_node(self, *args, **kwargs):
         return self._prop.create_subgraph_node(*args, **kwargs)
