@@ -1,0 +1,81 @@
+"""How modules update parameters, as MXNet 1.9.1's ``mx.model`` helpers: which KVStore to
+use, whether the optimizer runs inside it, and the per-step update through it or through a
+local updater."""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+from .. import kvstore as kvs
+from .errors import ModuleError
+
+__all__ = ["create_kvstore", "initialize_kvstore", "update_params_on_kvstore",
+           "update_params"]
+
+#: MXNet keeps the optimizer out of a local store whose largest parameter exceeds this
+_LOCAL_UPDATE_LIMIT = 1024 * 1024 * 16
+
+
+def create_kvstore(kvstore: Any, num_device: int, arg_params: dict
+                   ) -> tuple[kvs.KVStore | None, bool]:
+    """(store or None, update_on_kvstore): no store for one device in one process; the
+    optimizer runs in the store unless MXNET_UPDATE_ON_KVSTORE=0 (or, for 'local', a
+    parameter is larger than 16M elements)."""
+    update_on_kvstore = bool(int(os.getenv("MXNET_UPDATE_ON_KVSTORE", "1")))
+    if kvstore is None:
+        kv = None
+    elif isinstance(kvstore, kvs.KVStore):
+        kv = kvstore
+    elif isinstance(kvstore, str):
+        if num_device == 1 and "dist" not in kvstore:
+            kv = None
+        else:
+            kv = kvs.create(kvstore)
+            if kvstore == "local" and arg_params and max(
+                    int(np.prod(p.shape)) for p in arg_params.values()) > _LOCAL_UPDATE_LIMIT:
+                update_on_kvstore = False
+    else:
+        raise ModuleError(f"kvstore must be KVStore, str or None, got {type(kvstore).__name__}")
+    if kv is None:
+        return None, False
+    return kv, update_on_kvstore and kv.is_capable(kvs.KVStoreBase.OPTIMIZER)
+
+
+def initialize_kvstore(kvstore: kvs.KVStore, param_arrays: list, arg_params: dict,
+                       param_names: list[str], update_on_kvstore: bool) -> None:
+    """Put every parameter into the store (and, when it updates them, its value into every
+    device's copy, so all workers start from worker 0's values)."""
+    for name, on_devices in zip(param_names, param_arrays):
+        if update_on_kvstore:
+            kvstore.broadcast(name, arg_params[name], out=on_devices)
+        else:
+            kvstore.init(name, arg_params[name])
+
+
+def update_params_on_kvstore(param_arrays: list, grad_arrays: list, kvstore: kvs.KVStore,
+                             param_names: list[str]) -> None:
+    """Push every gradient (summed over devices) and pull the updated weights back."""
+    for index, (weights, grads) in enumerate(zip(param_arrays, grad_arrays)):
+        if grads[0] is None:
+            continue
+        kvstore.pushpull(param_names[index], grads, out=weights, priority=-index)
+
+
+def update_params(param_arrays: list, grad_arrays: list, updater: Any, num_device: int,
+                  kvstore: kvs.KVStore | None = None, param_names: list | None = None) -> None:
+    """Sum the gradients over devices through ``kvstore`` (when given), then update each
+    device's weights with ``updater`` (index ``i * num_device + device``)."""
+    updates: list[list] = [[] for _ in range(num_device)]
+    for index, (weights, grads) in enumerate(zip(param_arrays, grad_arrays)):
+        if grads[0] is None:
+            continue
+        if kvstore:
+            kvstore.pushpull(param_names[index], grads, priority=-index)
+        for k, (w, g) in enumerate(zip(weights, grads)):
+            updates[k].append((index * num_device + k, g, w))
+    for device_updates in updates:
+        if device_updates:
+            indices, grads, weights = zip(*device_updates)
+            updater(list(indices), list(grads), list(weights))
