@@ -7,7 +7,8 @@
 """
 from .base import DataBatch, DataDesc, DataError, DataIter, PrefetchingIter, ResizeIter
 from .file_iters import CSVIter, MNISTIter
+from .image_record import ImageRecordIter
 from .ndarray_iter import NDArrayIter
 
 __all__ = ["DataDesc", "DataBatch", "DataIter", "DataError", "NDArrayIter", "ResizeIter",
-           "PrefetchingIter", "CSVIter", "MNISTIter"]
+           "PrefetchingIter", "CSVIter", "MNISTIter", "ImageRecordIter"]

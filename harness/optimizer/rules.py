@@ -71,17 +71,21 @@ def sgd(w: np.ndarray, g: np.ndarray, mom: np.ndarray | None, lr: float, wd: flo
 
 def nag(w: np.ndarray, g: np.ndarray, mom: np.ndarray, lr: float, wd: float, momentum: float,
         rescale: float, clip: float) -> None:
-    """NAGMomKernel: mom *= momentum; d = lr*(clip(rescale*g) + wd*w);
-    w = w - mom + (momentum + 1)*(mom - d); mom -= d."""
+    """NAGMomKernel run in place, as MXNet's optimizer runs it (``out=weight``): mom *=
+    momentum; w = w - mom + (momentum + 1)*(mom - lr*(clip(rescale*g) + wd*w)); then
+    mom -= lr*(clip(rescale*g) + wd*w) with the weight already updated (the kernel reads
+    the weight after writing the output that aliases it)."""
     lr, wd, momentum, rescale, clip = _scalars(w.dtype, lr, wd, momentum, rescale, clip)
-    d = _rescaled(g, rescale, clip, scratch(w, 0))
-    np.add(d, np.multiply(w, wd, out=scratch(w, 1)), out=d)
+    gr = _rescaled(g, rescale, clip, scratch(w, 0))
+    d = np.add(gr, np.multiply(w, wd, out=scratch(w, 1)), out=scratch(w, 1))
     np.multiply(d, lr, out=d)
     np.multiply(mom, momentum, out=mom)
-    ahead = np.subtract(mom, d, out=scratch(w, 1))
+    ahead = np.subtract(mom, d, out=d)
     np.multiply(ahead, momentum + 1, out=ahead)
     np.subtract(w, mom, out=w)
     np.add(w, ahead, out=w)
+    d = np.add(gr, np.multiply(w, wd, out=scratch(w, 1)), out=scratch(w, 1))
+    np.multiply(d, lr, out=d)
     np.subtract(mom, d, out=mom)
 
 
