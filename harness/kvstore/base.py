@@ -17,7 +17,7 @@ from graphexec.core.ir.ndarray import user_array
 
 from ..optimizer import Optimizer, get_updater
 
-__all__ = ["KVStoreBase", "KVStore", "KVStoreError", "LOCAL_TYPES"]
+__all__ = ["KVStoreBase", "KVStore", "KVStoreError", "LOCAL_TYPES", "key_value_pairs"]
 
 LOCAL_TYPES = ("local", "device", "local_update_cpu", "local_allreduce_cpu",
                "local_allreduce_device")
@@ -33,14 +33,14 @@ class KVStoreBase:
     OPTIMIZER = "optimizer"
 
 
-def _pairs(key: Any, value: Any, what: str) -> list[tuple[Any, list]]:
+def key_value_pairs(key: Any, value: Any, what: str) -> list[tuple[Any, list]]:
     """(key, [arrays]) pairs from MXNet's calling forms: one key with an array or a list of
     arrays (one per device), or a list of keys with a list of those."""
     if isinstance(key, (list, tuple)):
         if not isinstance(value, (list, tuple)) or len(value) != len(key):
             raise KVStoreError(f"{what}: {len(key)} keys need a list of {len(key)} values, got "
                                f"{type(value).__name__}")
-        return [pair for k, v in zip(key, value) for pair in _pairs(k, v, what)]
+        return [pair for k, v in zip(key, value) for pair in key_value_pairs(k, v, what)]
     if not isinstance(key, (int, np.integer, str)):
         raise KVStoreError(f"{what}: keys are ints or strs, got {type(key).__name__}")
     arrays = list(value) if isinstance(value, (list, tuple)) else [value]
@@ -93,7 +93,7 @@ class KVStore(KVStoreBase):
 
     def init(self, key: Any, value: Any) -> None:
         """Store an initial value for each key (the first array when a list is given)."""
-        for k, arrays in _pairs(key, value, "init"):
+        for k, arrays in key_value_pairs(key, value, "init"):
             self._check_key(k, "init", initialised=False)
             if k in self._store:
                 raise KVStoreError(f"init: key {k!r} is already initialized")
@@ -106,16 +106,21 @@ class KVStore(KVStoreBase):
     def push(self, key: Any, value: Any, priority: int = 0) -> None:
         """Sum the values of each key (over devices) into the store, through the updater
         when one is set."""
-        for k, arrays in _pairs(key, value, "push"):
+        for k, arrays in key_value_pairs(key, value, "push"):
             self._check_key(k, "push")
             self._apply(k, self._reduce(k, arrays))
 
-    def _reduce(self, key: Any, arrays: list) -> np.ndarray:
+    def _check_shapes(self, key: Any, arrays: list) -> None:
         stored = self._store[key]
         for a in arrays:
             if a.shape != stored.shape:
                 raise KVStoreError(f"push: key {key!r} stores shape {stored.shape}, a pushed "
                                    f"value has shape {a.shape}")
+
+    def _reduce(self, key: Any, arrays: list) -> np.ndarray:
+        """The sum of the values pushed for ``key`` from this process's devices."""
+        self._check_shapes(key, arrays)
+        stored = self._store[key]
         if len(arrays) == 1:
             return arrays[0]
         total = np.array(arrays[0], dtype=stored.dtype, subok=False)
@@ -135,7 +140,7 @@ class KVStore(KVStoreBase):
         """Copy each key's stored value into its output array(s)."""
         if out is None:
             raise KVStoreError("pull: give the arrays to pull into with out=")
-        for k, arrays in _pairs(key, out, "pull"):
+        for k, arrays in key_value_pairs(key, out, "pull"):
             self._check_key(k, "pull")
             stored = self._store[k]
             for a in arrays:

@@ -13,39 +13,37 @@ Launch one process per worker with ``mpiexec -n N python train.py`` (``-f hostfi
   order (MXNet's servers apply pushes in arrival order): deterministic, but workers still
   meet at every push, so it does not hide stragglers.
 
-Before each collective the workers compare what they are about to exchange (operation, key,
-shape, dtype); when they disagree (different scripts, shapes or call orders per rank)
-every worker raises the same :class:`KVStoreError` naming the ranks and what each sent,
-instead of exchanging mismatched buffers.
+Before the collectives of an ``init`` or ``push``, the workers exchange what they are about to
+send (keys, shapes, dtypes) and any error their own checks found; when they disagree
+(different scripts, shapes or call orders per rank) or one of them failed, every worker raises
+the same :class:`KVStoreError` naming each rank's call, instead of exchanging mismatched
+buffers or leaving the others waiting.
 """
 from __future__ import annotations
 
 import os
-import zlib
 from typing import Any
 
 import numpy as np
 
 from graphexec.core.ir.ndarray import user_array
 
-from .base import KVStore, KVStoreError
+from .base import KVStore, KVStoreError, key_value_pairs
 
 __all__ = ["DistKVStore", "DIST_TYPES", "mpi_world"]
 
 DIST_TYPES = ("dist_sync", "dist_sync_device", "dist_async", "dist_device_sync", "dist")
-_OPS = {"init": 1, "push": 2}
-_HEADER = 12  # op, key hash, dtype, ndim, up to 8 dims
 
 
 def mpi_world() -> Any:
-    """MPI's world communicator (mpi4py), or a clear error when it is not installed."""
+    """mpi4py's MPI module, or a clear error when it is not installed."""
     try:
         from mpi4py import MPI
     except ImportError as exc:
         raise KVStoreError(f"distributed kvstores run on MPI and need mpi4py ({exc}): pip "
                            f"install graphexec[dist], then launch the script with "
                            f"'mpiexec -n <workers> python train.py'") from None
-    return MPI.COMM_WORLD
+    return MPI
 
 
 class DistKVStore(KVStore):
@@ -53,7 +51,8 @@ class DistKVStore(KVStore):
 
     def __init__(self, kind: str):
         super().__init__(kind)
-        self._comm = mpi_world()
+        self._mpi = mpi_world()
+        self._comm = self._mpi.COMM_WORLD
         self._received: dict[Any, np.ndarray] = {}
         expected = os.environ.get("DMLC_NUM_WORKER")
         if expected is not None and int(expected) != self._comm.Get_size():
@@ -69,43 +68,64 @@ class DistKVStore(KVStore):
     def num_workers(self) -> int:
         return self._comm.Get_size()
 
-    def _agree(self, op: str, key: Any, arr: np.ndarray) -> None:
-        """Raise on every worker when the workers are not about to exchange the same thing."""
-        if arr.ndim > _HEADER - 4:
-            raise KVStoreError(f"{op}: key {key!r} has {arr.ndim} dimensions; at most "
-                               f"{_HEADER - 4} are supported")
-        mine = np.zeros(_HEADER, np.int64)
-        mine[:4] = (_OPS[op], _key_hash(key), arr.dtype.num, arr.ndim)
-        mine[4:4 + arr.ndim] = arr.shape
-        every = np.empty((self.num_workers, _HEADER), np.int64)
-        self._comm.Allgather(mine, every)
-        if (every == every[0]).all():
-            return
-        keys = self._comm.allgather(repr(key))  # every rank is here: safe to exchange more
-        lines = [f"rank {r}: {_describe(row, k)}" for r, (row, k) in enumerate(zip(every, keys))]
-        raise KVStoreError(f"{self.type}: the workers disagree at {op} of key {key!r} (rank "
-                           f"{self.rank} of {self.num_workers}); every rank must run the same "
-                           f"script with the same shapes and key order:\n  "
-                           + "\n  ".join(lines))
+    def init(self, key: Any, value: Any) -> None:
+        for k, arrays in self._agreed("init", key, value, initialised=False):
+            arr = np.array(arrays[0], subok=False, order="C")
+            self._comm.Bcast(arr, root=0)
+            self._key_kind = str if isinstance(k, str) else int
+            self._store[k] = user_array(arr)
 
-    def _initial(self, key: Any, value: np.ndarray) -> np.ndarray:
-        arr = np.array(value, subok=False, order="C")
-        self._agree("init", key, arr)
-        self._comm.Bcast(arr, root=0)
-        return user_array(arr)
+    def push(self, key: Any, value: Any, priority: int = 0) -> None:
+        """Sum each key's values over devices and workers (all the keys of one call
+        exchanged at once: one check, then one collective per key, all in flight together),
+        then update or store them."""
+        pairs = self._agreed("push", key, value, initialised=True)
+        buffers, requests = [], []
+        for k, arrays in pairs:
+            buffer, request = self._start(k, np.ascontiguousarray(self._reduce(k, arrays)))
+            buffers.append(buffer)
+            requests.append(request)
+        self._mpi.Request.Waitall(requests)
+        for (k, _), buffer in zip(pairs, buffers):
+            self._apply(k, buffer)
 
-    def _reduce(self, key: Any, arrays: list) -> np.ndarray:
-        local = np.ascontiguousarray(super()._reduce(key, arrays))
-        self._agree("push", key, local)
+    def _agreed(self, op: str, key: Any, value: Any, initialised: bool) -> list:
+        """The (key, arrays) pairs of a call, once every worker has checked its own and all
+        agree on what they are about to exchange; otherwise every worker raises the same
+        error (a worker raising alone would leave the others waiting in a collective)."""
+        error, pairs = None, []
+        try:
+            pairs = key_value_pairs(key, value, op)
+            for k, arrays in pairs:
+                self._check_key(k, op, initialised=initialised)
+                if op == "init" and k in self._store:
+                    raise KVStoreError(f"init: key {k!r} is already initialized")
+                if op == "push":
+                    self._check_shapes(k, arrays)
+        except KVStoreError as exc:
+            error = str(exc)
+        summary = (error, [(repr(k), tuple(a[0].shape), str(a[0].dtype)) for k, a in pairs])
+        everyone = self._comm.allgather(summary)
+        if all(s == everyone[0] for s in everyone) and error is None:
+            return pairs
+        lines = [f"rank {r}: " + (e or "; ".join(f"{op} key {k} shape {sh} dtype {dt}"
+                                                for k, sh, dt in d))
+                 for r, (e, d) in enumerate(everyone)]
+        raise KVStoreError(f"{self.type}: the workers disagree at {op} (rank {self.rank} of "
+                           f"{self.num_workers}); every rank must run the same script with the "
+                           f"same shapes and key order:\n  " + "\n  ".join(lines))
+
+    def _start(self, key: Any, local: np.ndarray) -> tuple[np.ndarray, Any]:
+        """Start the non-blocking collective of one key: the sum over workers into the key's
+        receive buffer, or (dist_async) every worker's sum gathered."""
+        shape = ((self.num_workers,) + local.shape if self.type == "dist_async"
+                 else local.shape)
+        buffer = self._received.get(key)
+        if buffer is None or buffer.shape != shape or buffer.dtype != local.dtype:
+            buffer = self._received[key] = np.empty(shape, local.dtype)
         if self.type == "dist_async":
-            gathered = np.empty((self.num_workers,) + local.shape, local.dtype)
-            self._comm.Allgather(local, gathered)
-            return gathered
-        received = self._received.get(key)
-        if received is None or received.shape != local.shape or received.dtype != local.dtype:
-            received = self._received[key] = np.empty_like(local)
-        self._comm.Allreduce(local, received)
-        return received
+            return buffer, self._comm.Iallgather(local, buffer)
+        return buffer, self._comm.Iallreduce(local, buffer)
 
     def _apply(self, key: Any, merged: np.ndarray) -> None:
         if self.type != "dist_async":
@@ -119,22 +139,3 @@ class DistKVStore(KVStore):
         self._comm.Barrier()
 
     _barrier = barrier
-
-
-def _key_hash(key: Any) -> int:
-    if isinstance(key, str):
-        return zlib.crc32(key.encode()) | 1 << 40  # str and int keys never collide
-    return int(key)
-
-
-def _describe(row: np.ndarray, key: str) -> str:
-    op = {v: k for k, v in _OPS.items()}.get(int(row[0]), "?")
-    shape = tuple(int(d) for d in row[4:4 + int(row[3])])
-    return f"{op} key {key} shape {shape} dtype {_dtype_name(int(row[2]))}"
-
-
-def _dtype_name(num: int) -> str:
-    for name in ("float32", "float64", "float16", "int32", "int64", "uint8", "int8", "bool"):
-        if np.dtype(name).num == num:
-            return name
-    return f"#{num}"

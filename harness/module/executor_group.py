@@ -325,8 +325,13 @@ def _load(sources: list, targets: list, axes: list, what: str) -> None:
             for s, (_, d) in zip(src, dsts):
                 _copy_into(d, s, what)
             continue
+        total = dsts[-1][0].stop
+        if axis >= 0 and src.shape[axis] != total:
+            raise ModuleError(f"a {what} array of the batch has shape {tuple(src.shape)}: "
+                              f"{src.shape[axis]} examples along axis {axis}, the module was "
+                              f"bound for batches of {total}")
         for part, dst in dsts:
-            whole = axis < 0 or (part.start == 0 and part.stop == src.shape[axis])
+            whole = axis < 0 or (part.start == 0 and part.stop == total)
             _copy_into(dst, src if whole else _take_slice(src, part, axis), what)
 
 

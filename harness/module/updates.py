@@ -54,25 +54,35 @@ def initialize_kvstore(kvstore: kvs.KVStore, param_arrays: list, arg_params: dic
             kvstore.init(name, arg_params[name])
 
 
+def _with_gradients(param_arrays: list, grad_arrays: list, param_names: list) -> list:
+    return [(name, weights, grads) for name, weights, grads
+            in zip(param_names, param_arrays, grad_arrays) if grads[0] is not None]
+
+
 def update_params_on_kvstore(param_arrays: list, grad_arrays: list, kvstore: kvs.KVStore,
                              param_names: list[str]) -> None:
-    """Push every gradient (summed over devices) and pull the updated weights back."""
-    for index, (weights, grads) in enumerate(zip(param_arrays, grad_arrays)):
-        if grads[0] is None:
-            continue
-        kvstore.pushpull(param_names[index], grads, out=weights, priority=-index)
+    """Push every gradient (summed over devices) and pull the updated weights back: one
+    ``pushpull`` for all parameters, so a distributed store exchanges them together."""
+    todo = _with_gradients(param_arrays, grad_arrays, param_names)
+    if todo:
+        names, weights, grads = (list(x) for x in zip(*todo))
+        kvstore.pushpull(names, grads, out=weights)
 
 
 def update_params(param_arrays: list, grad_arrays: list, updater: Any, num_device: int,
                   kvstore: kvs.KVStore | None = None, param_names: list | None = None) -> None:
-    """Sum the gradients over devices through ``kvstore`` (when given), then update each
-    device's weights with ``updater`` (index ``i * num_device + device``)."""
+    """Sum the gradients over devices through ``kvstore`` (when given; one ``pushpull``
+    for all), then update each device's weights with ``updater`` (index
+    ``i * num_device + device``)."""
+    if kvstore:
+        todo = _with_gradients(param_arrays, grad_arrays, param_names)
+        if todo:
+            names, _, grads = (list(x) for x in zip(*todo))
+            kvstore.pushpull(names, grads)
     updates: list[list] = [[] for _ in range(num_device)]
     for index, (weights, grads) in enumerate(zip(param_arrays, grad_arrays)):
         if grads[0] is None:
             continue
-        if kvstore:
-            kvstore.pushpull(param_names[index], grads, priority=-index)
         for k, (w, g) in enumerate(zip(weights, grads)):
             updates[k].append((index * num_device + k, g, w))
     for device_updates in updates:
