@@ -11,6 +11,7 @@ Writes, beside this script:
                    metric values, NDArrayIter and CSVIter batches, RecordIO expectations
   mxnet.rec/.idx   a RecordIO file written by MXNet (records that exercise the format)
   images.rec/.idx  PNG image records (packed by MXNet) and images.npz: ImageRecordIter batches
+  rnn.npz          weights, outputs and gradients of unrolled mx.rnn cells (LSTM, GRU, RNN)
 """
 import json
 import os
@@ -19,6 +20,7 @@ import zlib
 
 import mxnet as mx
 import numpy as np
+from rnn_net import rnn_symbol
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = {}
@@ -313,7 +315,32 @@ def record_images(arrays):
     OUT["image_configs"] = configs
 
 
+# -- recurrent cells ------------------------------------------------------------------------------
+def record_rnn():
+    arrays = {}
+    for kind in ("lstm", "gru", "rnn"):
+        net = rnn_symbol(mx.rnn, mx.sym, kind)
+        rng = np.random.RandomState(5)
+        inputs = ("data", "softmax_label")
+        exe = net.simple_bind(mx.cpu(), grad_req={n: "null" if n in inputs else "write"
+                                                  for n in net.list_arguments()},
+                              data=(3, 5), softmax_label=(3, 5))
+        for name in net.list_arguments():
+            value = (rng.randint(0, 11, (3, 5)) if name in inputs
+                     else rng.uniform(-0.5, 0.5, exe.arg_dict[name].shape))
+            exe.arg_dict[name][:] = value
+            arrays[f"{kind}/arg/{name}"] = exe.arg_dict[name].asnumpy()
+        exe.forward(is_train=True)
+        exe.backward()
+        arrays[f"{kind}/out"] = exe.outputs[0].asnumpy()
+        for name, grad in exe.grad_dict.items():
+            if grad is not None:
+                arrays[f"{kind}/grad/{name}"] = grad.asnumpy()
+    np.savez_compressed(os.path.join(HERE, "rnn.npz"), **arrays)
+
+
 if __name__ == "__main__":
+    record_rnn()
     arrays = {}
     record_optimizers(arrays)
     record_schedulers()
