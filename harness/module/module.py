@@ -24,7 +24,7 @@ from ..io.base import DataDesc
 from .base_module import BaseModule, check_input_names, parse_data_desc
 from .errors import ModuleError, ModuleStateError
 from .executor_group import DataParallelExecutorGroup
-from .updates import (create_kvstore, initialize_kvstore, update_params,
+from .updates import (create_kvstore, initialize_kvstore, make_optimizer, update_params,
                       update_params_on_kvstore)
 
 __all__ = ["Module"]
@@ -276,8 +276,9 @@ class Module(BaseModule):
         batch_size = self._exec_group.batch_size
         if kvstore and "dist" in kvstore.type and "_sync" in kvstore.type:
             batch_size *= kvstore.num_workers
-        self._optimizer = self._make_optimizer(optimizer, optimizer_params, 1.0 / batch_size,
-                                               update_on_kvstore)
+        self._optimizer = make_optimizer(optimizer, optimizer_params, 1.0 / batch_size,
+                                         self.symbol, self._exec_group.param_names,
+                                         len(self._context), update_on_kvstore)
         self._kvstore, self._update_on_kvstore, self._updater = kvstore, update_on_kvstore, None
         if kvstore:
             if self._compression_params:
@@ -292,29 +293,6 @@ class Module(BaseModule):
         if self._preload_opt_states is not None:
             self.load_optimizer_states(self._preload_opt_states)
             self._preload_opt_states = None
-
-    def _make_optimizer(self, optimizer: Any, optimizer_params: Any, rescale_grad: float,
-                        update_on_kvstore: bool) -> opt.Optimizer:
-        names = self._exec_group.param_names
-        if update_on_kvstore:
-            idx2name = dict(enumerate(names))
-        else:
-            n = len(self._context)
-            idx2name = {i * n + k: name for k in range(n) for i, name in enumerate(names)}
-        if isinstance(optimizer, str):
-            params = dict(optimizer_params)
-            params.setdefault("rescale_grad", rescale_grad)
-            return opt.create(optimizer, sym=self.symbol, param_idx2name=idx2name, **params)
-        if not isinstance(optimizer, opt.Optimizer):
-            raise ModuleError(f"optimizer must be a name or an Optimizer, got "
-                              f"{type(optimizer).__name__}")
-        if optimizer.rescale_grad != rescale_grad:
-            warnings.warn(f"Optimizer created manually outside Module but rescale_grad is not "
-                          f"normalized to 1.0/batch_size/num_workers ({optimizer.rescale_grad} "
-                          f"vs. {rescale_grad}). Is this intended?", stacklevel=3)
-        if not optimizer.idx2name:
-            optimizer.idx2name = idx2name.copy()
-        return optimizer
 
     def borrow_optimizer(self, shared_module: "Module") -> None:
         """Use ``shared_module``'s optimizer, store and updater."""

@@ -4,14 +4,16 @@ local updater."""
 from __future__ import annotations
 
 import os
+import warnings
 from typing import Any
 
 import numpy as np
 
 from .. import kvstore as kvs
+from .. import optimizer as opt
 from .errors import ModuleError
 
-__all__ = ["create_kvstore", "initialize_kvstore", "update_params_on_kvstore",
+__all__ = ["create_kvstore", "initialize_kvstore", "make_optimizer", "update_params_on_kvstore",
            "update_params"]
 
 #: MXNet keeps the optimizer out of a local store whose largest parameter exceeds this
@@ -41,6 +43,34 @@ def create_kvstore(kvstore: Any, num_device: int, arg_params: dict
     if kv is None:
         return None, False
     return kv, update_on_kvstore and kv.is_capable(kvs.KVStoreBase.OPTIMIZER)
+
+
+def make_optimizer(optimizer: Any, optimizer_params: Any, rescale_grad: float, symbol: Any,
+                   param_names: list[str], num_contexts: int, update_on_kvstore: bool
+                   ) -> opt.Optimizer:
+    """The module's optimizer: created from a name (``rescale_grad`` by default 1 / (batch size
+    x workers), parameter names by index: one index per parameter in a store, one per
+    parameter and device otherwise), or an Optimizer given as is (with a warning when its
+    ``rescale_grad`` differs)."""
+    if update_on_kvstore:
+        idx2name = dict(enumerate(param_names))
+    else:
+        idx2name = {i * num_contexts + k: name for k in range(num_contexts)
+                    for i, name in enumerate(param_names)}
+    if isinstance(optimizer, str):
+        params = dict(optimizer_params)
+        params.setdefault("rescale_grad", rescale_grad)
+        return opt.create(optimizer, sym=symbol, param_idx2name=idx2name, **params)
+    if not isinstance(optimizer, opt.Optimizer):
+        raise ModuleError(f"optimizer must be a name or an Optimizer, got "
+                          f"{type(optimizer).__name__}")
+    if optimizer.rescale_grad != rescale_grad:
+        warnings.warn(f"Optimizer created manually outside Module but rescale_grad is not "
+                      f"normalized to 1.0/batch_size/num_workers ({optimizer.rescale_grad} vs. "
+                      f"{rescale_grad}). Is this intended?", stacklevel=4)
+    if not optimizer.idx2name:
+        optimizer.idx2name = idx2name.copy()
+    return optimizer
 
 
 def initialize_kvstore(kvstore: kvs.KVStore, param_arrays: list, arg_params: dict,

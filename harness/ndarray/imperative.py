@@ -13,6 +13,7 @@ registers is available the moment it is registered.
 """
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from typing import Any, Sequence
 
@@ -21,7 +22,7 @@ import numpy as np
 from graphexec.core.ir.attrs import to_attr_string
 from graphexec.core.ir.context import Context, cpu
 from graphexec.core.ir.errors import GraphexecError
-from graphexec.core.ir.graph import Entry, Node
+from graphexec.core.ir.graph import Entry
 from graphexec.core.ir.ndarray import ArrayValueError, NDArray, user_array
 from graphexec.core.ir.random import generator
 from graphexec.core.ops.common import known
@@ -35,7 +36,8 @@ __all__ = ["invoke", "OneNodePlan", "ImperativeError", "cached_plans"]
 #: how many prepared calls are kept (least recently used ones are dropped first)
 MAX_PLANS = 2048
 _PLANS: "OrderedDict[tuple, OneNodePlan]" = OrderedDict()
-_WORKSPACES: dict[Context, Workspace] = {}
+_LOCK = threading.Lock()  # the cache is shared by every thread calling operators
+_LOCAL = threading.local()  # scratch memory: one per thread and context
 
 
 class ImperativeError(GraphexecError, TypeError):
@@ -57,13 +59,14 @@ class OneNodePlan:
                  ctx: Context):
         self.op = op
         positional = [Variable(f"in{k}") for k in range(len(in_specs))]
-        sym = create_op_symbol(op.name, positional, {**attrs, "name": op.name.lower()})
-        self.node = sym.outputs[0].node
-        ig = sym._indexed()
+        node = create_op_symbol(op.name, positional, {**attrs, "name": op.name.lower()}
+                                ).outputs[0].node
+        self.node = node
+        full = Symbol([Entry(node, k) for k in range(node.num_outputs)])  # hidden ones too
+        ig = full._indexed()
         by_var = {ig.node_id[id(v.outputs[0].node)]: spec for v, spec in zip(positional,
                                                                               in_specs)}
-        g = run_inference(Symbol(_all_outputs(self.node)),
-                          {n: s for n, (s, _) in by_var.items()},
+        g = run_inference(full, {n: s for n, (s, _) in by_var.items()},
                           {n: t for n, (_, t) in by_var.items()})
         rp = ig.row_ptr
         nid = ig.node_id[id(self.node)]
@@ -88,14 +91,13 @@ class OneNodePlan:
         self.factory(call)()
 
 
-def _all_outputs(node: Node) -> list:
-    return [Entry(node, k) for k in range(node.num_outputs)]
-
-
 def _workspace(ctx: Context) -> Workspace:
-    ws = _WORKSPACES.get(ctx)
+    spaces = getattr(_LOCAL, "spaces", None)
+    if spaces is None:
+        spaces = _LOCAL.spaces = {}
+    ws = spaces.get(ctx)
     if ws is None:
-        ws = _WORKSPACES[ctx] = Workspace(ctx)
+        ws = spaces[ctx] = Workspace(ctx)
     return ws
 
 
@@ -103,13 +105,16 @@ def _plan(op: OpDef, attrs: dict[str, str], inputs: list, ctx: Context,
           is_train: bool) -> OneNodePlan:
     specs = tuple((a.shape, a.dtype) for a in inputs)
     key = (op.name, tuple(sorted(attrs.items())), specs, ctx, is_train)
-    plan = _PLANS.get(key)
-    if plan is not None:
-        _PLANS.move_to_end(key)
-        return plan
-    plan = _PLANS[key] = OneNodePlan(op, attrs, specs, ctx)
-    if len(_PLANS) > MAX_PLANS:
-        _PLANS.popitem(last=False)
+    with _LOCK:
+        plan = _PLANS.get(key)
+        if plan is not None:
+            _PLANS.move_to_end(key)
+            return plan
+    plan = OneNodePlan(op, attrs, specs, ctx)  # outside the lock: inference may take a while
+    with _LOCK:
+        _PLANS[key] = plan
+        if len(_PLANS) > MAX_PLANS:
+            _PLANS.popitem(last=False)
     return plan
 
 
