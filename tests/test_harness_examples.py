@@ -1,5 +1,5 @@
-"""The example trainings (examples/train_mnist_like.py) reach MXNet 1.9.1's test accuracy on
-the same data within two points (tests/data/harness/example_accuracy.json, recorded by
+"""The example trainings (examples/train_mnist_like.py, examples/mnist_tutorial.py) reach
+MXNet 1.9.1's test accuracy on the same data within two points (tests/data/harness/example_accuracy.json, recorded by
 make_example_reference.py): MLP, LeNet, two contexts with kvstore='local', and dist_sync
 under ``mpiexec -n 2``; ``graphexec run`` runs the script unchanged with 'import mxnet'."""
 from __future__ import annotations
@@ -39,6 +39,14 @@ def test_example_reaches_mxnets_accuracy(name):
     case = CASES[name]
     got = _accuracy(_run([sys.executable, str(SCRIPT), *case["args"]], SCRIPT.parent))
     assert abs(got - case["mxnet_accuracy"]) <= TOLERANCE, (got, case["mxnet_accuracy"])
+
+
+def test_tutorial_script_runs_and_reaches_mxnets_accuracy():
+    out = _run([sys.executable, str(SCRIPT.parent / "mnist_tutorial.py")], SCRIPT.parent)
+    match = re.search(r"RESULT accuracy=([0-9.]+) single=(\d+)/50", out)
+    assert match, out[-2000:]
+    assert abs(float(match[1]) - CASES["tutorial"]["mxnet_accuracy"]) <= TOLERANCE
+    assert int(match[2]) >= 40  # one image at a time through Module.load's checkpoint
 
 
 def test_dist_sync_example_under_mpiexec_reaches_mxnets_accuracy():

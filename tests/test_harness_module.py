@@ -2,6 +2,7 @@
 the KVStore (the same numbers as one context), and clear errors for bad input."""
 from __future__ import annotations
 
+import collections
 import logging
 
 import numpy as np
@@ -118,11 +119,14 @@ def test_fixed_params_input_grads_and_head_gradients():
                                   np.full((3, 2), 4.0))
 
 
-def test_forward_reshapes_for_a_new_batch_size():
+def test_forward_reshapes_for_a_new_batch_size_and_takes_batches_without_labels():
     mod = gx.mod.Module(_mlp())
     mod.bind([("data", (20, 20))], [("softmax_label", (20,))], for_training=False)
     mod.init_params()
     mod.forward(gx.io.DataBatch([gx.nd.ones((7, 20))], [gx.nd.zeros(7)]))
+    assert mod.get_outputs()[0].shape == (7, 4)
+    Batch = collections.namedtuple("Batch", ["data"])  # MXNet's prediction idiom
+    mod.forward(Batch([gx.nd.ones((7, 20))]))
     assert mod.get_outputs()[0].shape == (7, 4)
 
 

@@ -17,6 +17,7 @@ import argparse
 import statistics
 import sys
 import time
+import traceback
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -130,6 +131,9 @@ def run_run(args: argparse.Namespace) -> int:
         return 2
     except SystemExit as exc:  # the script's own exit status
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except GraphexecError:  # the script's error: its traceback, not one line
+        traceback.print_exc()
+        return 1
     return 0
 
 

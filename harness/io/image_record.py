@@ -7,7 +7,8 @@ with ``rand_crop``; images smaller than the crop are first enlarged) -> mirror
 Batching follows MXNet's ``round_batch`` rules (:mod:`.batching`).
 
 Augmentations beyond these (rotation, shear, colour jitter, random resized crops) are not
-implemented and are rejected by name. Decoding needs OpenCV or Pillow
+implemented and are rejected by name. ``path_imgidx`` is accepted; records are located by
+scanning the ``.rec`` file's headers once. Decoding needs OpenCV or Pillow
 (``pip install graphexec[image]``); with Pillow, resizing is bilinear in numpy and may
 differ from OpenCV's by one grey level.
 """

@@ -221,9 +221,10 @@ class DataParallelExecutorGroup:
         _load(_field(data_batch, "data"), self.data_arrays, self.data_layouts, "data")
         if is_train is None:
             is_train = self.for_training
-        labels = _field(data_batch, "label")
-        if self.label_arrays is not None and labels:
-            _load(labels, self.label_arrays, self.label_layouts, "label")
+        if self.label_arrays is not None:  # a batch may carry no labels (prediction)
+            labels = _field(data_batch, "label")
+            if labels:
+                _load(labels, self.label_arrays, self.label_layouts, "label")
         for exe in self.execs:
             exe.forward(is_train=is_train)
 
@@ -304,9 +305,13 @@ class DataParallelExecutorGroup:
 
 
 def _field(batch: Any, name: str) -> Any:
+    """The batch's ``data`` or ``label`` arrays (None when it has none); for a list of
+    per-device batches, one list of device arrays per input."""
     if isinstance(batch, list):  # one batch per device, already sliced
+        if not getattr(batch[0], name, None):
+            return None
         return [[getattr(b, name)[k] for b in batch] for k in range(len(getattr(batch[0], name)))]
-    return getattr(batch, name)
+    return getattr(batch, name, None)
 
 
 def _take_slice(arr: Any, part: slice, axis: int) -> Any:

@@ -1,6 +1,6 @@
 """Record MXNet 1.9.1's test accuracy on the example trainings that
-tests/test_harness_examples.py runs with graphexec (examples/train_mnist_like.py with
-'import mxnet as mx' in place of the graphexec import).
+tests/test_harness_examples.py runs with graphexec (examples/train_mnist_like.py and
+examples/mnist_tutorial.py with 'import mxnet as mx' in place of the graphexec import).
 
     python tests/data/harness/make_example_reference.py /path/to/mxnet-venv/bin/python
 
@@ -19,8 +19,10 @@ import tempfile
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXAMPLES = os.path.join(HERE, "..", "..", "..", "examples")
 
-#: name -> arguments of examples/train_mnist_like.py (tests/test_harness_examples.py uses them)
+#: name -> arguments of examples/train_mnist_like.py (tests/test_harness_examples.py uses them;
+#: "tutorial" is examples/mnist_tutorial.py)
 CASES = {
+    "tutorial": [],
     "mlp": ["--network", "mlp", "--num-epoch", "4"],
     "lenet": ["--network", "lenet", "--num-epoch", "1", "--num-train", "3000"],
     "mlp_two_contexts": ["--network", "mlp", "--num-epoch", "4", "--contexts", "2",
@@ -29,11 +31,11 @@ CASES = {
 }
 
 
-def _script(folder):
+def _script(folder, name):
     shutil.copy(os.path.join(EXAMPLES, "mnist_like.py"), folder)
-    with open(os.path.join(EXAMPLES, "train_mnist_like.py")) as f:
+    with open(os.path.join(EXAMPLES, name)) as f:
         text = f.read().replace("import graphexec as mx\n", "import mxnet as mx\n")
-    path = os.path.join(folder, "train_mx.py")
+    path = os.path.join(folder, "mx_" + name)
     with open(path, "w") as f:
         f.write(text)
     return path
@@ -62,9 +64,11 @@ def run(python, script, args):
 
 if __name__ == "__main__":
     with tempfile.TemporaryDirectory() as folder:
-        script = _script(folder)
-        results = {name: {"args": args, "mxnet_accuracy": run(sys.argv[1], script, args)}
-                   for name, args in CASES.items()}
+        scripts = {name: _script(folder, name + ".py")
+                   for name in ("train_mnist_like", "mnist_tutorial")}
+        results = {name: {"args": args, "mxnet_accuracy": run(
+            sys.argv[1], scripts["mnist_tutorial" if name == "tutorial" else "train_mnist_like"],
+            args)} for name, args in CASES.items()}
     with open(os.path.join(HERE, "example_accuracy.json"), "w") as f:
         json.dump(results, f, indent=1)
     print(json.dumps(results, indent=1))
