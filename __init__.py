@@ -15,7 +15,6 @@ another name (pytest does, the checkout being the package) yields the same modul
 from graphexec.backends.onnxrt import api as onnx
 from graphexec.core import subgraph
 from graphexec.core.hookspecs import hookimpl
-from graphexec.core.ir import random
 from graphexec.core.ir.context import Context, cpu, current_context, gpu
 from graphexec.core.ir.errors import *  # noqa: F401,F403 - the exception hierarchy is public
 from graphexec.core.ir.errors import GraphexecError, MXNetError
@@ -28,16 +27,26 @@ from graphexec.core.symbol import model
 from graphexec.core.symbol import naming as name
 from graphexec.core.symbol import sym
 from graphexec.core.symbol.naming import AttrScope
+from graphexec.harness import (callback, initializer, io, kvstore, lr_scheduler, metric, module,
+                               optimizer, recordio, rnn)
+from graphexec.harness import ndarray as nd
+from graphexec.harness.ndarray import random
 from graphexec.tools.compare import compare
 
 symbol = sym
 attribute = name
+ndarray = nd
+init = initializer
+mod = module
+kv = kvstore
 
 __version__ = "0.1.0"
 
 __all__ = ["sym", "symbol", "model", "name", "random", "Context", "cpu", "gpu",
            "current_context", "Executor", "BucketingExecutor", "GraphexecError", "MXNetError",
            "AttrScope", "hookimpl", "attribute", "subgraph", "list_backends", "partition",
-           "validate_partition", "onnx", "compare"]
+           "validate_partition", "onnx", "compare", "nd", "ndarray", "io", "recordio", "init",
+           "initializer", "optimizer", "lr_scheduler", "metric", "callback", "mod", "module",
+           "kv", "kvstore", "rnn"]
 
 load_plugins()

@@ -1,5 +1,6 @@
 """The package's import structure: the core is a stack of layers without cycles, backends plug
-into the core (never the reverse, never into each other), the tools sit on top.
+into the core (never the reverse, never into each other), the training harness is built on
+the core alone, the tools sit on top.
 
 The import graph is read from the source with ``ast`` (nothing is imported): every import
 statement counts, at module level or inside a function, under ``if TYPE_CHECKING`` too.
@@ -170,10 +171,11 @@ def test_every_core_module_has_a_layer():
     assert [n for n in core if _layer(n) is None] == []
 
 
-def test_core_imports_no_backend_and_no_tool():
+def test_core_imports_no_backend_no_harness_and_no_tool():
     bad = [f"{a} -> {b}" for a in sorted(MODULES) if _in(a, f"{PKG}.core")
            for b in sorted(GRAPH[a])
-           if _in(b, f"{PKG}.backends") or _in(b, f"{PKG}.tools") or b == PKG]
+           if _in(b, f"{PKG}.backends") or _in(b, f"{PKG}.tools") or _in(b, f"{PKG}.harness")
+           or b == PKG]
     assert bad == [], "the core reaches up:\n" + "\n".join(bad)
 
 
@@ -197,9 +199,15 @@ def test_backends_depend_on_the_core_only():
     assert bad == [], "a backend imports outside the core and itself:\n" + "\n".join(bad)
 
 
-def test_no_import_cycle_inside_a_backend_or_the_tools():
+def test_harness_depends_on_the_core_only():
+    bad = [f"{a} -> {b}" for a in sorted(MODULES) if _in(a, f"{PKG}.harness")
+           for b in sorted(GRAPH[a]) if not (_in(b, f"{PKG}.harness") or _in(b, f"{PKG}.core"))]
+    assert bad == [], "the harness imports outside the core and itself:\n" + "\n".join(bad)
+
+
+def test_no_import_cycle_inside_a_backend_the_harness_or_the_tools():
     found = []
-    for package in [*BACKENDS, f"{PKG}.tools"]:
+    for package in [*BACKENDS, f"{PKG}.harness", f"{PKG}.tools"]:
         found += cycles({n for n in MODULES if _in(n, package)})
     assert found == [], "import cycles:\n" + _show(found)
 

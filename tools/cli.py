@@ -9,6 +9,7 @@ Subcommands are registered in :data:`SUBCOMMANDS`: each entry adds its parser to
     graphexec info        ops, parameters, shapes and memory of a model
     graphexec plot        draw a model's graph (SVG)
     graphexec backends    the registered subgraph backends and their options
+    graphexec run         run an MXNet 1.x script with 'import mxnet' resolved to graphexec
 """
 from __future__ import annotations
 
@@ -16,15 +17,18 @@ import argparse
 import statistics
 import sys
 import time
+import traceback
 from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
 
+import graphexec
 from graphexec import __version__
 from graphexec.core.ir.context import cpu
 from graphexec.core.ir.errors import GraphexecError
 from graphexec.core.symbol import model
+from graphexec.harness import launcher
 
 from .compare import commands as compare_commands
 
@@ -109,7 +113,31 @@ def _median_time(fn: Callable[[], object], repeat: int) -> float:
     return statistics.median(times)
 
 
+# -- graphexec run -------------------------------------------------------------------------
+def add_run(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("run", help="run an MXNet 1.x script on graphexec",
+                       description="Run SCRIPT as __main__ with 'import mxnet' resolved to "
+                                   "graphexec; the arguments after it are the script's.")
+    p.add_argument("script", help="the Python script (e.g. train.py)")
+    p.add_argument("args", nargs=argparse.REMAINDER, help="the script's arguments")
+    p.set_defaults(run=run_run)
+
+
+def run_run(args: argparse.Namespace) -> int:
+    try:
+        launcher.run_script(args.script, args.args, graphexec)
+    except FileNotFoundError as exc:
+        print(f"graphexec run: error: {exc}", file=sys.stderr)
+        return 2
+    except SystemExit as exc:  # the script's own exit status
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except GraphexecError:  # the script's error: its traceback, not one line
+        traceback.print_exc()
+        return 1
+    return 0
+
+
 #: Functions that add one subcommand each to the ``graphexec`` parser.
 SUBCOMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [
     add_demo, compare_commands.add_compare, compare_commands.add_diff_plan,
-    compare_commands.add_info, compare_commands.add_plot, compare_commands.add_backends]
+    compare_commands.add_info, compare_commands.add_plot, compare_commands.add_backends, add_run]

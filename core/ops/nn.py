@@ -104,6 +104,12 @@ def _fc_shape(p, ins, outs):
     w_units = ins[1][1]
     if units < 0 <= w_units and (not p.flatten or len(data) == 2):
         assign(ins, 0, (*data[:-1], w_units))
+    # the batch dimensions of the data follow the output's (as MXNet infers them), so a
+    # begin state of shape (0, units) learns its batch size from the layer it feeds
+    lead = outs[0][:1] if p.flatten else outs[0][:-1]
+    data = ins[0]
+    if any(d < 0 for d in data[:len(lead)]):
+        assign(ins, 0, (*lead, *data[len(lead):]))
 
 
 # -- activations ------------------------------------------------------------------------------

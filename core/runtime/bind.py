@@ -12,6 +12,7 @@ import numpy as np
 from ..ir.context import Context
 from ..ir.errors import BindError, ContextError, UndecidedShapeError
 from ..ir.graph import Graph, IndexedGraph
+from ..ir.ndarray import user_zeros
 from ..ops.common import known
 from ..passes.assign_context import check_group2ctx, variable_context
 from ..passes.inference import dtype_seeds, run_inference, shape_seeds
@@ -225,10 +226,10 @@ def _simple_bind(sym: Symbol, ctx: Context, grad_req: Any, type_dict: Mapping[st
     else:  # the arrays are fresh; a shared_exec still lends its internal memory pool
         arg_ctx = [variable_context(ig.nodes[i], ctx, group2ctx) for i in ig.arg_nodes]
         aux_ctx = [variable_context(ig.nodes[i], ctx, group2ctx) for i in aux_ids]
-        arg_arrays = [c.zeros(s, t) for c, (s, t) in zip(arg_ctx, arg_specs)]
-        grad_arrays = [c.zeros(s, t) if reqs[n] != "null" else None
+        arg_arrays = [user_zeros(c, s, t) for c, (s, t) in zip(arg_ctx, arg_specs)]
+        grad_arrays = [user_zeros(c, s, t) if reqs[n] != "null" else None
                        for c, (s, t), n in zip(arg_ctx, arg_specs, arg_names)]
-        aux_arrays = [c.zeros(s, t) for c, (s, t) in zip(aux_ctx, aux_specs)]
+        aux_arrays = [user_zeros(c, s, t) for c, (s, t) in zip(aux_ctx, aux_specs)]
     g = build_graph(sym, ig, arg_arrays, aux_arrays, reqs, inferred=g, ctx=ctx,
                     group2ctx=group2ctx, backend=backend, backend_options=backend_options)
     return Executor(sym, ctx, g, arg_arrays, grad_arrays, aux_arrays, reqs, group2ctx,

@@ -7,6 +7,7 @@ from typing import Any, Callable
 from ..ir.context import Context
 from ..ir.errors import ArgumentShapeError, BackwardError, HeadGradientError, UnknownArgumentError
 from ..ir.graph import Graph
+from ..ir.ndarray import user_array
 from ..ir.random import generator
 from ..passes.manager import apply_passes
 from ..plugins import plugin_manager
@@ -49,7 +50,8 @@ class Executor:
                               self._workspaces)
         ig = graph.indexed
         num_out = graph.attrs.get("num_forward_outputs", len(graph.outputs))
-        self.outputs = [self._plan.arrays[e] for e in ig.outputs[:num_out]]
+        # users see NDArray views of the planned buffers; kernels keep the plain arrays
+        self.outputs = [user_array(self._plan.arrays[e], ctx) for e in ig.outputs[:num_out]]
         self._head_grad_eids = [None if v is None else ig.entry_id(v)
                                 for v in graph.attrs.get("head_grad_nodes", [])]
         self._last_forward_trained = self._backward_ran = False

@@ -17,6 +17,7 @@ import logging
 from typing import Any
 
 from ..ir.errors import BindError, GraphexecError
+from ..ir.ndarray import user_zeros
 
 __all__ = ["reshape", "ReshapeError", "shrink_view", "reshape_or_create", "shared_arrays"]
 
@@ -77,7 +78,7 @@ def _resized(exe: Any, kind: str, name: str, arr: Any, shape: tuple, allow_up_si
                            f"a big executor and then down sizing it is more efficient than the "
                            f"reverse. If you really want to up size, set allow_up_sizing=True "
                            f"to enable allocation of new arrays. ({arr.shape} -> {shape})")
-    return exe.ctx.zeros(shape, arr.dtype)
+    return user_zeros(exe.ctx, shape, arr.dtype)
 
 
 def _changed(kind: str, name: str, old: tuple, new: tuple) -> str:
@@ -107,7 +108,7 @@ def reshape_or_create(name: str, shape: tuple, dtype: Any, ctx: Any,
                     'allocated shape %s. Need to re-allocate. Consider putting '
                     'default_bucket_key to be the bucket taking the largest input for better '
                     'memory sharing.', name, tuple(shape), old.shape)
-    arr = ctx.zeros(shape, dtype)
+    arr = user_zeros(ctx, shape, dtype)
     shared_buffer[name] = arr
     return arr
 
@@ -132,7 +133,7 @@ def shared_arrays(arg_names: list[str], arg_specs: list[tuple], aux_names: list[
         args.append(arr)
         grads.append(grad)
     aux = [(_borrow(shared_exec.aux_dict, name, shape, dtype, "auxiliary state")
-            if shared_exec is not None else ctx.zeros(shape, dtype))
+            if shared_exec is not None else user_zeros(ctx, shape, dtype))
            for name, (shape, dtype) in zip(aux_names, aux_specs)]
     return args, grads, aux
 
