@@ -101,6 +101,8 @@ def _fc_shape(p, ins, outs):
     if not p.no_bias:
         assign(ins, 2, (p.num_hidden,))
     assign(outs, 0, out, "out")
+    if outs[0][0] >= 0 and data[0] < 0:  # MXNet infers the batch from a known output
+        assign(ins, 0, (outs[0][0],) + data[1:])
     w_units = ins[1][1]
     if units < 0 <= w_units and (not p.flatten or len(data) == 2):
         assign(ins, 0, (*data[:-1], w_units))
