@@ -4,12 +4,14 @@ its time steps forward (:meth:`~Cell.forward`) and backward (:meth:`~Cell.backwa
 
 A direction's input projection ``x @ W_i2h.T + bias`` for all T steps is one GEMM into the
 ``gates`` buffer before the loop; each step then adds ``h @ W_h2h.T`` and applies the gate
-activations in place, so the reserve keeps the activated gates that backward needs. Backward
-walks the steps in reverse processing order and keeps, per step, the gradient of the gate
-pre-activations (``dpre``; ``dhw`` where GRU's recurrent part differs; ``dproj`` for LSTMP);
-the caller turns them into weight and input gradients with a few large GEMMs. With sequence
-lengths, a step past a sequence's end keeps its state (a reverse direction starts at the
-sequence's last step) and contributes no gradient.
+activations in place, so the reserve keeps the activated gates that backward needs. The
+steps of a loop work on a range of hidden units (see :mod:`.rnn_parallel`): gates are seen
+as (N, G, H) and sliced on the last axis. Backward walks the steps in reverse processing
+order and keeps, per step, the gradient of the gate pre-activations (``dpre``; ``dhw`` where
+GRU's recurrent part differs; ``dproj`` for LSTMP); the caller turns them into weight and
+input gradients with a few large GEMMs. With sequence lengths, a step past a sequence's end
+keeps its state (a reverse direction starts at the sequence's last step) and contributes no
+gradient.
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .base import special
+from .rnn_parallel import run_parts, unit_parts
 
 __all__ = ["Direction", "CELLS"]
 
@@ -84,8 +87,14 @@ def _sigmoid(xp, x) -> None:
     special(xp).expit(x, out=x)
 
 
+def _units(seq_t, gates: int, u: slice):
+    """(N, G*H) seen as (N, G, H), units ``u`` of every gate."""
+    return seq_t.reshape(seq_t.shape[0], gates, -1)[:, :, u]
+
+
 class Cell:
-    """Forward and backward of one cell type over one :class:`Direction`."""
+    """Forward and backward of one cell type over one :class:`Direction`: subclasses give
+    one forward step on a range of units (``step``) and one backward step (``step_back``)."""
 
     gates = 1
     #: whether the recurrent pre-activations' gradient differs from the input ones (GRU)
@@ -97,48 +106,87 @@ class Cell:
     def bias(self, d: Direction):
         return d.w["i2h_bias"] + d.w["h2h_bias"]
 
+    def _parts(self, d: Direction) -> list[tuple[int, int]]:
+        return unit_parts(d.xp, d.res["gates"].shape[-1] // self.gates,
+                          split="h2r_weight" not in d.w)
+
+    def forward(self, d: Direction) -> None:
+        d.input_gemm(self.bias(d))
+        parts = self._parts(d)
+        w_t = d.w["h2h_weight"].T  # (P, G*H)
+        slices = []
+        for j, (u0, u1) in enumerate(parts):  # contiguous columns: 1.7x faster per step
+            cols = d.buffer(f"wh{j}", (w_t.shape[0], self.gates * (u1 - u0)))
+            d.xp.copyto(cols.reshape(w_t.shape[0], self.gates, -1),
+                        _units(w_t, self.gates, slice(u0, u1)))
+            slices.append(cols)
+        run_parts(d.xp, parts, lambda j, u0, u1, sync: self.loop(d, j, slice(u0, u1),
+                                                                 slices[j], sync))
+
+    def loop(self, d: Direction, j: int, u: slice, wh, sync) -> None:
+        """The steps of the units ``u``; ``wh`` holds their columns of W_h2h^T."""
+        xp, gates = d.xp, d.res["gates"]
+        hw = d.buffer(f"hw{j}", (d.y.shape[1], wh.shape[1]))
+        out_u = slice(None) if "h2r_weight" in d.w else u
+        h, c = d.h0, d.c0
+        for t in d.order:
+            xp.matmul(h, wh, out=hw)
+            c = self.step(d, t, _units(gates[t], self.gates, u),
+                          hw.reshape(hw.shape[0], self.gates, -1), h, c, u)
+            d.keep_inactive(t, d.y[t][:, out_u], h[:, out_u])
+            sync()
+            h = d.y[t]
+
     def backward(self, d: Direction, dy, dh, dc, grads: dict) -> None:
         """Walk the steps backward. ``dy``: the output gradient (T, N, P), zero past the
         sequence ends; ``dh`` / ``dc``: the gradients of the final states, updated in place
         to those of the begin states; ``grads`` receives per step ``dpre`` (and ``dhw``,
         ``dproj``)."""
-        xp, wh = d.xp, d.w["h2h_weight"]
+        parts = self._parts(d)
+        wh = d.w["h2h_weight"]  # (G*H, P): the state gradient's columns, per part
+        cols = [d.xp.ascontiguousarray(wh[:, u0:u1]) if len(parts) > 1 else wh
+                for u0, u1 in parts]
+        run_parts(d.xp, parts, lambda j, u0, u1, sync: self.loop_back(
+            d, slice(u0, u1), cols[j], dy, dh, dc, grads, sync))
+
+    def loop_back(self, d: Direction, u: slice, wh, dy, dh, dc, grads: dict, sync) -> None:
+        xp = d.xp
         rec = grads.get("dhw", grads["dpre"])
+        h_u = slice(None) if "h2r_weight" in d.w else u  # the state's columns this part owns
         for k in range(len(d.order) - 1, -1, -1):
             t = d.order[k]
-            g_h = dh + dy[t]
-            direct = self.step_back(d, k, t, g_h, dc, grads)
+            g_h = dh[:, h_u] + dy[t][:, h_u]
+            unit_grads = {n: (s[t] if n == "dproj" else _units(s[t], self.gates, u))
+                          for n, s in grads.items()}
+            direct = self.step_back(d, k, t, g_h, None if dc is None else dc[:, u],
+                                    unit_grads, u)
+            if d.active is not None:
+                for n, view in unit_grads.items():
+                    xp.multiply(view, d.active[t] if n == "dproj" else d.active[t][..., None],
+                                out=view)
+            sync()  # every part has written its units of this step's gradients
             new_dh = rec[t] @ wh
             if direct is not None:
                 new_dh += direct
             if d.active is not None:
-                for seq in grads.values():
-                    xp.multiply(seq[t], d.active[t], out=seq[t])
-                new_dh = xp.where(d.active[t], new_dh, dh)
-            dh[...] = new_dh
+                new_dh = xp.where(d.active[t], new_dh, dh[:, h_u])
+            dh[:, h_u] = new_dh
 
 
 class Plain(Cell):
     """rnn_relu / rnn_tanh: h' = act(W_i2h x + b_i2h + W_h2h h + b_h2h)."""
 
-    def forward(self, d: Direction) -> None:
-        xp = d.xp
-        gates = d.input_gemm(self.bias(d))
-        wh_t = d.w["h2h_weight"].T
-        h = d.h0
-        for t in d.order:
-            g = gates[t]
-            g += xp.matmul(h, wh_t, out=d.buffer("hw", g.shape))
-            if self.mode == "rnn_tanh":
-                xp.tanh(g, out=g)
-            else:
-                xp.maximum(g, 0, out=g)
-            xp.copyto(d.y[t], g)
-            d.keep_inactive(t, d.y[t], h)
-            h = d.y[t]
+    def step(self, d, t, g, hw, h, c, u):
+        g += hw
+        if self.mode == "rnn_tanh":
+            d.xp.tanh(g, out=g)
+        else:
+            d.xp.maximum(g, 0, out=g)
+        d.xp.copyto(d.y[t][:, u], g[:, 0])
+        return None
 
-    def step_back(self, d, k, t, g_h, dc, grads):
-        act, dpre = d.res["gates"][t], grads["dpre"][t]
+    def step_back(self, d, k, t, g_h, dc, grads, u):
+        act, dpre = _units(d.res["gates"][t], 1, u)[:, 0], grads["dpre"][:, 0]
         if self.mode == "rnn_tanh":
             d.xp.multiply(g_h, 1 - act * act, out=dpre)
         else:
@@ -148,36 +196,29 @@ class Plain(Cell):
 
 class Lstm(Cell):
     """Gates i, f, g, o; c' = f c + i g (clipped when asked); h' = o tanh(c'), projected by
-    W_h2r for LSTMP."""
+    W_h2r for LSTMP (on one part: the projection reads every unit)."""
 
     gates = 4
 
-    def forward(self, d: Direction) -> None:
+    def step(self, d, t, g, hw, h, c, u):
         xp = d.xp
-        gates = d.input_gemm(self.bias(d))
-        n_h = d.c0.shape[-1]
-        wh_t = d.w["h2h_weight"].T
+        g += hw
+        _sigmoid(xp, g[:, :2])
+        xp.tanh(g[:, 2], out=g[:, 2])
+        _sigmoid(xp, g[:, 3])
+        i, f, gg, o = g[:, 0], g[:, 1], g[:, 2], g[:, 3]
+        cell, tcell = d.res["cell"][t][:, u], d.res["tanh_cell"][t][:, u]
+        xp.multiply(f, c[:, u], out=cell)
+        cell += i * gg
+        self._clip(d, cell)
+        d.keep_inactive(t, cell, c[:, u])
+        xp.tanh(cell, out=tcell)
         proj = d.w.get("h2r_weight")
-        cell, tcell = d.res["cell"], d.res["tanh_cell"]
-        h, c = d.h0, d.c0
-        for t in d.order:
-            g = gates[t]
-            g += xp.matmul(h, wh_t, out=d.buffer("hw", g.shape))
-            _sigmoid(xp, g[:, :2 * n_h])
-            xp.tanh(g[:, 2 * n_h:3 * n_h], out=g[:, 2 * n_h:3 * n_h])
-            _sigmoid(xp, g[:, 3 * n_h:])
-            i, f, gg, o = (g[:, k * n_h:(k + 1) * n_h] for k in range(4))
-            xp.multiply(f, c, out=cell[t])
-            cell[t] += xp.multiply(i, gg, out=d.buffer("ig", i.shape))
-            self._clip(d, cell[t])
-            d.keep_inactive(t, cell[t], c)
-            xp.tanh(cell[t], out=tcell[t])
-            hidden = d.res["hidden"][t] if proj is not None else d.y[t]
-            xp.multiply(o, tcell[t], out=hidden)
-            if proj is not None:
-                xp.matmul(hidden, proj.T, out=d.y[t])
-            d.keep_inactive(t, d.y[t], h)
-            h, c = d.y[t], cell[t]
+        hidden = (d.res["hidden"][t] if proj is not None else d.y[t])[:, u]
+        xp.multiply(o, tcell, out=hidden)
+        if proj is not None:
+            xp.matmul(hidden, proj.T, out=d.y[t])
+        return d.res["cell"][t]
 
     @staticmethod
     def _clip(d: Direction, c) -> None:
@@ -190,46 +231,41 @@ class Lstm(Cell):
         else:
             d.xp.clip(c, low, high, out=c)
 
-    def step_back(self, d, k, t, g_h, dc, grads):
+    def step_back(self, d, k, t, g_h, dc, grads, u):
         xp = d.xp
-        n_h = d.c0.shape[-1]
-        g = d.res["gates"][t]
-        i, f, gg, o = (g[:, j * n_h:(j + 1) * n_h] for j in range(4))
-        tc = d.res["tanh_cell"][t]
+        g = _units(d.res["gates"][t], 4, u)
+        i, f, gg, o = g[:, 0], g[:, 1], g[:, 2], g[:, 3]
+        tc = d.res["tanh_cell"][t][:, u]
         proj = d.w.get("h2r_weight")
         if proj is not None:
-            xp.copyto(grads["dproj"][t], g_h)
+            xp.copyto(grads["dproj"], g_h)
             g_h = g_h @ proj
-        dpre = grads["dpre"][t]
-        di, df, dg, do = (dpre[:, j * n_h:(j + 1) * n_h] for j in range(4))
+        dpre = grads["dpre"]
+        di, df, dg, do = dpre[:, 0], dpre[:, 1], dpre[:, 2], dpre[:, 3]
         xp.multiply(g_h, tc, out=do)
         dcell = dc + g_h * o * (1 - tc * tc)
         if d.clip is not None:  # a clipped value passes no gradient
-            c = d.res["cell"][t]
+            c = d.res["cell"][t][:, u]
             dcell *= (c > d.clip[0]) & (c < d.clip[1])
+        c_prev = d.c0 if k == 0 else d.res["cell"][d.order[k - 1]]
         xp.multiply(dcell, gg, out=di)
-        xp.multiply(dcell, self._c_prev(d, k), out=df)
+        xp.multiply(dcell, c_prev[:, u], out=df)
         xp.multiply(dcell, i, out=dg)
         new_dc = dcell * f
         di *= i * (1 - i)
         df *= f * (1 - f)
         dg *= 1 - gg * gg
         do *= o * (1 - o)
-        if d.active is not None:
+        if d.active is not None:  # past the end: the state (and its gradient) passes
             new_dc = xp.where(d.active[t], new_dc, dc)
         dc[...] = new_dc
         return None
 
-    @staticmethod
-    def _c_prev(d: Direction, k: int):
-        # past a sequence's end the stored cell keeps its state, so the previous step's
-        # value is right whether or not that step was active
-        return d.c0 if k == 0 else d.res["cell"][d.order[k - 1]]
-
 
 class Gru(Cell):
     """Gates r, z, n: r = sig(W_r x + U_r h + b), z likewise,
-    n = tanh(W_n x + b_in + r (U_n h + b_hn)), h' = (1 - z) n + z h."""
+    n = tanh(W_n x + b_in + r (U_n h + b_hn)), h' = (1 - z) n + z h. The recurrent
+    product of each step stays apart from the gates: only its r and z parts are added."""
 
     gates = 3
     split_recurrent = True
@@ -237,46 +273,37 @@ class Gru(Cell):
     def bias(self, d: Direction):
         return d.w["i2h_bias"]
 
-    def forward(self, d: Direction) -> None:
+    def step(self, d, t, g, hw, h, c, u):
         xp = d.xp
-        gates = d.input_gemm(self.bias(d))
-        n_h = d.h0.shape[-1]
-        wh_t, bh = d.w["h2h_weight"].T, d.w["h2h_bias"]
-        hn = d.res["hn"]
-        h = d.h0
-        for t in d.order:
-            g = gates[t]
-            hw = xp.matmul(h, wh_t, out=d.buffer("hw", g.shape))
-            hw += bh
-            g[:, :2 * n_h] += hw[:, :2 * n_h]
-            _sigmoid(xp, g[:, :2 * n_h])
-            r, z, n = (g[:, k * n_h:(k + 1) * n_h] for k in range(3))
-            xp.copyto(hn[t], hw[:, 2 * n_h:])
-            n += r * hn[t]
-            xp.tanh(n, out=n)
-            y = d.y[t]
-            xp.subtract(h, n, out=y)
-            y *= z
-            y += n
-            d.keep_inactive(t, y, h)
-            h = y
+        hw += _units(d.w["h2h_bias"][None], 3, u)
+        g[:, :2] += hw[:, :2]
+        _sigmoid(xp, g[:, :2])
+        r, z, n = g[:, 0], g[:, 1], g[:, 2]
+        hn = d.res["hn"][t][:, u]
+        xp.copyto(hn, hw[:, 2])
+        n += r * hn
+        xp.tanh(n, out=n)
+        y = d.y[t][:, u]
+        xp.subtract(h[:, u], n, out=y)
+        y *= z
+        y += n
+        return None
 
-    def step_back(self, d, k, t, g_h, dc, grads):
+    def step_back(self, d, k, t, g_h, dc, grads, u):
         xp = d.xp
-        n_h = d.h0.shape[-1]
-        g = d.res["gates"][t]
-        r, z, n = (g[:, j * n_h:(j + 1) * n_h] for j in range(3))
-        h_prev = d.res["h_prev"][t]
-        dpre, dhw = grads["dpre"][t], grads["dhw"][t]
-        dr, dz, dn = (dpre[:, j * n_h:(j + 1) * n_h] for j in range(3))
+        g = _units(d.res["gates"][t], 3, u)
+        r, z, n = g[:, 0], g[:, 1], g[:, 2]
+        h_prev = d.res["h_prev"][t][:, u]
+        dpre, dhw = grads["dpre"], grads["dhw"]
+        dr, dz, dn = dpre[:, 0], dpre[:, 1], dpre[:, 2]
         xp.multiply(g_h, 1 - z, out=dn)
         dn *= 1 - n * n
         xp.multiply(g_h, h_prev - n, out=dz)
         dz *= z * (1 - z)
-        xp.multiply(dn, d.res["hn"][t], out=dr)
+        xp.multiply(dn, d.res["hn"][t][:, u], out=dr)
         dr *= r * (1 - r)
-        xp.copyto(dhw[:, :2 * n_h], dpre[:, :2 * n_h])
-        xp.multiply(dn, r, out=dhw[:, 2 * n_h:])
+        xp.copyto(dhw[:, :2], dpre[:, :2])
+        xp.multiply(dn, r, out=dhw[:, 2])
         return g_h * z
 
 
