@@ -5,9 +5,10 @@ worker process of the oracle venv, bound once; see common.MXNetWorker):
   decoder tied to the embedding, vocabulary 10000, SoftmaxOutput), batch 32, 35 steps:
   inference forward and train step (forward + backward of every parameter) against MXNet's
   fused CPU RNN kernel, natively and with the other strategies;
-- ``bert``: BERT-base (GluonNLP bert_12_768_12's export, gzipped next to this script by
-  make_bert_symbol.py), sequence 128, batch 8, inference, per strategy against MXNet's
-  default CPU backend.
+- ``bert``: BERT-base with its pooler, NSP and MLM heads (GluonNLP bert_12_768_12 exported
+  by tests/data/seq/models/make_seq.py, the symbol gzipped next to this script; 20 masked
+  positions), sequence 128, batch 8, inference, per strategy against MXNet's default CPU
+  backend.
 
 The same symbol JSON runs on both sides (written by graphexec for the LM); parameters are
 uniform in +-0.05 on both.
@@ -33,11 +34,11 @@ import graphexec as gx  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 VOCAB, EMBED, HIDDEN, LAYERS, STEPS, BATCH = 10000, 650, 650, 2, 35, 32
-BERT_SEQ, BERT_BATCH = 128, 8
+BERT_SEQ, BERT_BATCH, BERT_MASKED = 128, 8, 20
 
 
 def lstm_lm() -> tuple[gx.sym.Symbol, dict, dict]:
-    """(symbol, input shapes, integer inputs and their bound)."""
+    """(symbol, input shapes, integer inputs and their [low, high) range)."""
     S = gx.sym
     embed_weight = S.Variable("embed_weight")
     x = S.Embedding(S.Variable("data"), weight=embed_weight, input_dim=VOCAB,
@@ -52,21 +53,22 @@ def lstm_lm() -> tuple[gx.sym.Symbol, dict, dict]:
     state = (LAYERS, BATCH, HIDDEN)
     shapes = {"data": (STEPS, BATCH), "softmax_label": (STEPS, BATCH), "lstm_begin_h": state,
               "lstm_begin_c": state}
-    return sym, shapes, {"data": VOCAB, "softmax_label": VOCAB}
+    return sym, shapes, {"data": (0, VOCAB), "softmax_label": (0, VOCAB)}
 
 
 def bert_base() -> tuple[gx.sym.Symbol, dict, dict]:
     sym = gx.sym.load_json(gzip.decompress((HERE / "bert_12_768_12-symbol.json.gz")
                                            .read_bytes()).decode())
     shapes = {"data0": (BERT_BATCH, BERT_SEQ), "data1": (BERT_BATCH, BERT_SEQ),
-              "data2": (BERT_BATCH,)}
-    return sym, shapes, {"data0": 1000, "data1": 2, "data2": BERT_SEQ}
+              "data2": (BERT_BATCH,), "data3": (BERT_BATCH, BERT_MASKED)}
+    return sym, shapes, {"data0": (0, 1000), "data1": (0, 2), "data2": (1, BERT_SEQ + 1),
+                         "data3": (0, BERT_SEQ)}
 
 
 def fill(exe, ints: dict, rng) -> None:
     for name, arr in list(exe.arg_dict.items()) + list(exe.aux_dict.items()):
         if name in ints:
-            arr[...] = rng.integers(1 if name == "data2" else 0, ints[name], arr.shape)
+            arr[...] = rng.integers(*ints[name], arr.shape)
         else:
             arr[...] = rng.uniform(-0.05, 0.05, arr.shape)
 

@@ -108,11 +108,12 @@ def tinychain(n: int, repeat: int) -> list:
 
 
 def _fill_inputs(exe, spec: dict, rng) -> None:
-    """Parameters uniform in +-0.05, integer inputs (token ids, labels) below their bound."""
+    """Parameters uniform in +-0.05, integer inputs (token ids, labels, lengths) in their
+    [low, high) range."""
     for name, arr in list(exe.arg_dict.items()) + list(exe.aux_dict.items()):
-        high = spec.get("int_inputs", {}).get(name)
-        if high is not None:
-            arr[:] = rng.integers(0, high, arr.shape).astype("f4")
+        bounds = spec.get("int_inputs", {}).get(name)
+        if bounds is not None:
+            arr[:] = rng.integers(*bounds, arr.shape).astype("f4")
         else:
             arr[:] = rng.uniform(-0.05, 0.05, arr.shape).astype("f4")
 

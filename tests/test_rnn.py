@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import graphexec as gx
-from graphexec.backends.default.kernels import rnn_parallel
+from graphexec.backends.default.kernels import blas_threads, rnn_cells
 from graphexec.core.ir.errors import GraphexecError
 from graphexec.core.ops.rnn import param_size, reserve_layout
 
@@ -58,9 +58,9 @@ def test_units_split_across_threads_give_the_same_numbers(mode, attrs, monkeypat
     args = rnn_args(sym, np.random.default_rng(0), [5, 2, 4] if "use_sequence_length" in attrs
                     else None, data=(5, 3, 4))
     one = run(sym, args)
-    monkeypatch.setattr(rnn_parallel, "_blas_threads", lambda: 3)
-    monkeypatch.setattr(rnn_parallel, "MIN_UNITS", 2)
-    assert len(rnn_parallel.unit_parts(np, 8)) == 3
+    monkeypatch.setattr(blas_threads, "_blas_threads", lambda: 3)
+    monkeypatch.setattr(rnn_cells, "MIN_UNITS", 2)
+    assert len(blas_threads.split(np, 8, 2)) == 3
     three = run(sym, args)
     for a, b in zip(one[0], three[0]):
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
@@ -69,14 +69,14 @@ def test_units_split_across_threads_give_the_same_numbers(mode, attrs, monkeypat
 
 
 def test_an_error_in_one_thread_reaches_the_caller(monkeypatch):
-    monkeypatch.setattr(rnn_parallel, "_blas_threads", lambda: 2)
+    monkeypatch.setattr(blas_threads, "_blas_threads", lambda: 2)
 
     def fail(j, u0, u1, sync):
         if j == 1:
             raise ValueError("part 1 failed")
         sync()
     with pytest.raises(ValueError, match="part 1 failed"):
-        rnn_parallel.run_parts(np, [(0, 4), (4, 8)], fail)
+        blas_threads.run_parts(np, [(0, 4), (4, 8)], fail)
 
 
 # -- dropout between layers -------------------------------------------------------------------

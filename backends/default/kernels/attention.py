@@ -7,7 +7,11 @@ import math
 from functools import partial
 
 from .base import cast_scalar, kernel
+from .blas_threads import run_parts, split
 from .nn import matmul_into
+
+#: the fewest products worth a thread of their own
+MIN_BATCH = 8
 
 
 def heads(arr, num_heads: int, parts: int, part: int):
@@ -24,11 +28,16 @@ def _scale(arr, num_heads: int, parts: int) -> float:
 
 
 def _bmm(xp, a, b, out) -> None:
-    """out = a @ b, batched; ``out`` may be a strided view."""
-    if out.flags.c_contiguous:
-        matmul_into(xp, a, b, out)
-    else:
-        xp.copyto(out, xp.matmul(a, b))
+    """out = a @ b over the batch axis, which is split across threads (each product is
+    small: OpenBLAS's own threads cost more than they bring, see :mod:`.blas_threads`);
+    ``out`` may be a strided view."""
+    def part(j, b0, b1, sync):
+        dst = out[b0:b1]
+        if dst.flags.c_contiguous:
+            matmul_into(xp, a[b0:b1], b[b0:b1], dst)
+        else:
+            xp.copyto(dst, xp.matmul(a[b0:b1], b[b0:b1]))
+    run_parts(xp, split(xp, out.shape[0], MIN_BATCH), part)
 
 
 def _qk(xp, q, k, out, scale) -> None:

@@ -5,7 +5,8 @@ its time steps forward (:meth:`~Cell.forward`) and backward (:meth:`~Cell.backwa
 A direction's input projection ``x @ W_i2h.T + bias`` for all T steps is one GEMM into the
 ``gates`` buffer before the loop; each step then adds ``h @ W_h2h.T`` and applies the gate
 activations in place, so the reserve keeps the activated gates that backward needs. The
-steps of a loop work on a range of hidden units (see :mod:`.rnn_parallel`): gates are seen
+steps of a loop work on a range of hidden units, one range per thread (see
+:mod:`.blas_threads`): gates are seen
 as (N, G, H) and sliced on the last axis. Backward walks the steps in reverse processing
 order and keeps, per step, the gradient of the gate pre-activations (``dpre``; ``dhw`` where
 GRU's recurrent part differs; ``dproj`` for LSTMP); the caller turns them into weight and
@@ -19,9 +20,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .base import special
-from .rnn_parallel import run_parts, unit_parts
+from .blas_threads import run_parts, split
 
 __all__ = ["Direction", "CELLS"]
+
+#: the fewest hidden units worth a thread of their own
+MIN_UNITS = 64
 
 
 @dataclass
@@ -107,8 +111,10 @@ class Cell:
         return d.w["i2h_bias"] + d.w["h2h_bias"]
 
     def _parts(self, d: Direction) -> list[tuple[int, int]]:
-        return unit_parts(d.xp, d.res["gates"].shape[-1] // self.gates,
-                          split="h2r_weight" not in d.w)
+        """Ranges of hidden units, one per thread; one range for LSTMP (its projection
+        reads every unit)."""
+        units = d.res["gates"].shape[-1] // self.gates
+        return [(0, units)] if "h2r_weight" in d.w else split(d.xp, units, MIN_UNITS)
 
     def forward(self, d: Direction) -> None:
         d.input_gemm(self.bias(d))

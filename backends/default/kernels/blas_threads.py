@@ -1,14 +1,15 @@
-"""How the RNN kernels use the cores for a recurrence: the hidden units of a layer are split
-into parts, one per BLAS thread; each part's thread computes its units' gates with its own
-slice of W_h2h (a GEMM reading a fraction of the weights) and meets the others at a barrier
-once per step (the next step needs every unit's new state).
+"""Many small GEMMs on several cores: the work is split into parts, one per BLAS thread,
+each part run by its own Python thread with BLAS on one thread (numpy releases the GIL in
+BLAS and ufunc loops), meeting the others at a barrier where the parts depend on each other.
 
-Why: a step's GEMM is (N, P) x (P, G*H), small in N. OpenBLAS splits it by rows, so every
-thread streams the whole weight matrix and two threads ran no faster than one (LSTM 32 x
-650: 2.2 ms a step on one thread, 2.2-18 ms on two on a shared 2-core machine), while two
-threads each with half of the gate columns ran 35 steps in 29-33 ms against 69-70 ms on one
-(measured in isolation). BLAS runs on one thread inside the loops (:func:`serial_blas`); the
-large GEMMs around them keep every thread.
+Why: OpenBLAS's own threads help large GEMMs but not small ones. A recurrence step is
+(N, P) x (P, G*H), small in N; OpenBLAS splits it by rows, so every thread streams the whole
+weight matrix and two threads ran no faster than one (LSTM 32 x 650: 2.2 ms a step on one
+thread, 2.2-18 ms on two on a shared 2-core machine), while two threads each with half of
+the gate columns (:mod:`.rnn_cells`) ran 35 steps in 29-33 ms against 69-70 ms on one. The
+96 (128 x 64) x (64 x 128) products of a BERT attention layer took 18-216 ms with
+OpenBLAS's two threads, 4-16 ms on one (measured in isolation); :mod:`.attention` splits
+the batch of products instead.
 """
 from __future__ import annotations
 
@@ -18,10 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from typing import Callable
 
-__all__ = ["serial_blas", "unit_parts", "run_parts"]
-
-#: the fewest hidden units worth a thread of their own
-MIN_UNITS = 64
+__all__ = ["serial_blas", "split", "run_parts"]
 
 
 @lru_cache(maxsize=1)
@@ -49,12 +47,13 @@ def serial_blas(xp):
     return controller.limit(limits=1, user_api="blas")
 
 
-def unit_parts(xp, units: int, split: bool = True) -> list[tuple[int, int]]:
-    """Ranges of hidden units, one per BLAS thread (``split=False``: one range)."""
+def split(xp, size: int, min_part: int) -> list[tuple[int, int]]:
+    """[0, size) in ranges of at least ``min_part``, one per BLAS thread (one range on
+    devices other than the host)."""
     count = 1
-    if split and xp.__name__ == "numpy":
-        count = max(1, min(_blas_threads(), units // MIN_UNITS))
-    bounds = [units * k // count for k in range(count + 1)]
+    if xp.__name__ == "numpy":
+        count = max(1, min(_blas_threads(), size // max(min_part, 1)))
+    bounds = [size * k // count for k in range(count + 1)]
     return list(zip(bounds[:-1], bounds[1:]))
 
 
