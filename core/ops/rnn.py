@@ -21,11 +21,11 @@ training (graphexec's seeded generator, masks scaled by 1 / (1 - p)).
 
 Differences from MXNet 1.9.1 on purpose (its CPU kernels; its GPU kernels agree with
 graphexec): ``lstm_state_clip_min/max`` and ``sequence_length`` are silently ignored by its
-float32 CPU kernel and rejected by its float64 one; graphexec clips the cell state after each
-update (before tanh; with ``lstm_state_clip_nan`` a NaN becomes ``lstm_state_clip_min``...
-see the kernel) and runs each sequence over its own length (outputs past it are 0, the state
-outputs are the states at its last step, the backward direction starts there), as cuDNN
-does. LSTMP trains here (MXNet's CPU kernel refuses: "No training support for LSTM with
+float32 CPU kernel and rejected by its float64 one. graphexec clips the cell state after
+each update, before tanh (with ``lstm_state_clip_nan`` a NaN becomes
+``lstm_state_clip_max`` instead of spreading; a clipped value passes no gradient), and runs
+each sequence over its own length (outputs past it are 0, the state outputs are the states
+at its last step, the backward direction starts there), as cuDNN does. LSTMP trains here (MXNet's CPU kernel refuses: "No training support for LSTM with
 projection on CPU").
 """
 from __future__ import annotations

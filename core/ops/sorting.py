@@ -117,6 +117,8 @@ def _argsort_type(p, ins, outs):
 def _cumsum_shape(p, ins, outs):
     data = ins[0]
     if data is None:
+        if p.axis is not None and outs[0] is not None:  # as MXNet, along an axis
+            assign(ins, 0, outs[0])
         return
     if p.axis is None:
         assign(outs, 0, (prod(data),), "out")
