@@ -53,13 +53,14 @@ def run(sym, args, heads_seed=1, train=True):
     ("lstm", {"num_layers": 1, "use_sequence_length": True, "lstm_state_clip_min": -0.3,
               "lstm_state_clip_max": 0.3}),
 ])
-def test_units_split_across_threads_give_the_same_numbers(mode, attrs, monkeypatch):
+def test_work_split_across_threads_gives_the_same_numbers(mode, attrs, monkeypatch):
     sym = rnn_symbol(mode, state_size=8, **attrs)
     args = rnn_args(sym, np.random.default_rng(0), [5, 2, 4] if "use_sequence_length" in attrs
                     else None, data=(5, 3, 4))
     one = run(sym, args)
     monkeypatch.setattr(blas_threads, "_blas_threads", lambda: 3)
     monkeypatch.setattr(rnn_cells, "MIN_UNITS", 2)
+    monkeypatch.setattr(blas_threads, "MIN_ROWS", 2)  # the large products split too
     assert len(blas_threads.split(np, 8, 2)) == 3
     three = run(sym, args)
     for a, b in zip(one[0], three[0]):

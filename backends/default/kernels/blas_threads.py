@@ -19,7 +19,10 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from typing import Callable
 
-__all__ = ["serial_blas", "split", "run_parts"]
+__all__ = ["serial_blas", "split", "run_parts", "matmul_rows"]
+
+#: the fewest rows of a large product worth a thread of their own
+MIN_ROWS = 128
 
 
 @lru_cache(maxsize=1)
@@ -91,3 +94,16 @@ def run_parts(xp, parts: list[tuple[int, int]], fn: Callable) -> None:
         if errors:
             first = [e for e in errors if not isinstance(e, threading.BrokenBarrierError)]
             raise (first or errors)[0]
+
+
+def matmul_rows(xp, a, b, out, accumulate: bool = False) -> None:
+    """out (+)= a @ b (2-D), the rows split across threads with BLAS on one thread each:
+    the kernels that also run many small products keep OpenBLAS's own threads out of the
+    way (its idle threads spin for a while after a call; on a loaded machine they took the
+    core a part thread was waiting for)."""
+    def part(j, r0, r1, sync):
+        if accumulate:
+            out[r0:r1] += xp.matmul(a[r0:r1], b)
+        else:
+            xp.matmul(a[r0:r1], b, out=out[r0:r1])
+    run_parts(xp, split(xp, a.shape[0], MIN_ROWS), part)

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .base import special
-from .blas_threads import run_parts, split
+from .blas_threads import matmul_rows, run_parts, split
 
 __all__ = ["Direction", "CELLS"]
 
@@ -59,8 +59,8 @@ class Direction:
         """gates[t] = x[t] @ W_i2h.T + bias for every step, in one GEMM."""
         xp, gates = self.xp, self.res["gates"]
         t, n, width = self.x.shape
-        xp.matmul(self.x.reshape(t * n, width), self.w["i2h_weight"].T,
-                  out=gates.reshape(t * n, -1))
+        matmul_rows(xp, self.x.reshape(t * n, width), self.w["i2h_weight"].T,
+                    gates.reshape(t * n, -1))
         xp.add(gates, bias, out=gates)
         return gates
 

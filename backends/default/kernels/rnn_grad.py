@@ -7,6 +7,7 @@ from __future__ import annotations
 from graphexec.core.ops.rnn import backward_inputs
 
 from .base import kernel
+from .blas_threads import matmul_rows
 from .rnn import RnnLayout
 
 
@@ -92,20 +93,16 @@ class _Backward:
         xp = self.xp
         dpre = _flat(seqs["dpre"])
         rec = _flat(seqs.get("dhw", seqs["dpre"]))
-        xp.matmul(dpre.T, _flat(d.x), out=g["i2h_weight"])
-        xp.matmul(rec.T, _flat(d.res["h_prev"]), out=g["h2h_weight"])
+        matmul_rows(xp, dpre.T, _flat(d.x), g["i2h_weight"])
+        matmul_rows(xp, rec.T, _flat(d.res["h_prev"]), g["h2h_weight"])
         xp.sum(dpre, axis=0, out=g["i2h_bias"])
         xp.sum(rec, axis=0, out=g["h2h_bias"])
         if "dproj" in seqs:
-            xp.matmul(_flat(seqs["dproj"]).T, _flat(d.res["hidden"]), out=g["h2r_weight"])
+            matmul_rows(xp, _flat(seqs["dproj"]).T, _flat(d.res["hidden"]), g["h2r_weight"])
 
     def input_grad(self, d, dpre, dx, accumulate: bool) -> None:
         """dx (+)= dpre @ W_i2h over all steps."""
-        flat = _flat(dx)
-        if accumulate:
-            flat += _flat(dpre) @ d.w["i2h_weight"]
-        else:
-            self.xp.matmul(_flat(dpre), d.w["i2h_weight"], out=flat)
+        matmul_rows(self.xp, _flat(dpre), d.w["i2h_weight"], _flat(dx), accumulate)
 
     def through_dropout(self, layer: int, dx):
         """The output gradient of ``layer`` from the input gradient of the layer above."""

@@ -407,12 +407,19 @@ def clear_failure(family, name):
             json.dump(fails, open(p, "w"), indent=1)
 
 
+def reset_names():
+    """Fresh MXNet/Gluon name counters, so auto-generated names (bertmodel0_, yolov30_, ...) do not depend on which
+    cases ran before in the same process."""
+    mx.name.NameManager._current.value = mx.name.NameManager()
+
+
 def run_cases(family, cases, argv):
     """cases: OrderedDict name -> fn(); argv: selected names (default all)."""
     sel = argv or list(cases)
     for n in sel:
         print("== %s/%s" % (family, n), flush=True)
         try:
+            reset_names()
             cases[n]()
             clear_failure(family, n)
         except Exception as e:

@@ -113,7 +113,12 @@ def rnn_layer_case(name, mode, *, layout="TNC", num_layers=1, bidir=False, state
             inote["data2"] = "begin state c (L*D, N, H)"
     if seqlen:
         inote["data%d" % (len(inputs) - 1)] = "sequence_length (N,), float32"
-    case.record(inputs, train=train, notes=notes, input_notes=inote)
+    case.record(inputs, train=train, notes=notes, input_notes=inote,
+                extra={"case_args": dict(mode=mode, layout=layout, num_layers=num_layers, bidirectional=bidir,
+                                         explicit_begin_states=states, projection_size=proj,
+                                         use_sequence_length=seqlen, activation=activation,
+                                         T=T, N=N, input_size=C, hidden_size=H),
+                       "gluon_layer": {"lstm": "gluon.rnn.LSTM", "gru": "gluon.rnn.GRU"}.get(mode, "gluon.rnn.RNN")})
 
 
 def seq_cases():
@@ -179,6 +184,8 @@ def sym_rnn_seqlen_case(name, mode, *, num_layers=1, bidir=False, notes=None):
         state=r.uniform(-0.5, 0.5, (num_layers * D, N, H)).astype(np.float32),
         sequence_length=np.array([T, 2, 4][:N], dtype=np.float32))
     case.record(inputs, train=True, nograd=("sequence_length",), notes=notes,
+                extra={"case_args": dict(mode=mode, num_layers=num_layers, bidirectional=bidir, T=T, N=N,
+                                         input_size=C, hidden_size=H, use_sequence_length=True, layout="TNC")},
                 input_notes={"data": "(T, N, C) layout TNC", "state": "begin state (L*D, N, H)",
                              "sequence_length": "(N,) float32"})
 
