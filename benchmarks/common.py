@@ -41,3 +41,47 @@ def mxnet_ms(python: str, model: str, batch: int, repeat: int, threads: int) -> 
                          text=True, check=True,
                          env={**os.environ, "OMP_NUM_THREADS": str(threads)})
     return [float(v) for v in out.stdout.split()]
+
+
+class MXNetWorker:
+    """MXNet 1.9.1 in another process (``mxnet_oracle.py serve``), bound once, timing one
+    call per request: :meth:`time` in turn with graphexec's own calls gives ratios measured
+    in alternation (the two never run at the same time). ``spec``: a JSON file naming the
+    symbol JSON, the input shapes, the trained arguments and the integer inputs."""
+
+    def __init__(self, python: str, spec: str, threads: int):
+        script = os.path.join(os.path.dirname(__file__), "mxnet_oracle.py")
+        env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MXNET_SUBGRAPH_BACKEND": "NONE"}
+        self.proc = subprocess.Popen([python, script, "serve", spec], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True, env=env)
+        ready = self.proc.stdout.readline().strip()
+        if ready != "ready":
+            raise RuntimeError(f"the MXNet worker did not start (said {ready!r})")
+
+    def time(self, kind: str) -> float:
+        """Seconds of one ``kind`` call ("forward" or "train") in MXNet."""
+        self.proc.stdin.write(kind + "\n")
+        self.proc.stdin.flush()
+        return float(self.proc.stdout.readline()) / 1e3
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait()
+
+
+def alternating_medians(fns: dict[str, Callable[[], object]], worker: "MXNetWorker | None",
+                        kinds: dict[str, str], repeat: int) -> dict[str, float]:
+    """Median seconds of each graphexec function and, with a worker, of MXNet's call of the
+    kind ``kinds`` names for it (key ``mxnet <kind>``), all taken in turn."""
+    times: dict[str, list[float]] = {k: [] for k in fns}
+    if worker is not None:
+        times.update({f"mxnet {k}": [] for k in set(kinds.values())})
+    for _ in range(repeat):
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - t0)
+        if worker is not None:
+            for kind in set(kinds.values()):
+                times[f"mxnet {kind}"].append(worker.time(kind))
+    return {k: statistics.median(v) for k, v in times.items()}

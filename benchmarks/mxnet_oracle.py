@@ -10,6 +10,10 @@ medians in ms on one line:
         -> forward ms of bench_core.py's N-op chain on (1, 16) (bulk execution on)
     /path/to/mxvenv/bin/python benchmarks/mxnet_oracle.py bind N REPEAT
         -> simple_bind (grad_req null) ms of that chain
+    /path/to/mxvenv/bin/python benchmarks/mxnet_oracle.py serve SPEC.json
+        -> a worker for timing in alternation (common.MXNetWorker): binds the symbol SPEC
+           names, prints "ready", then answers each line "forward" / "train" on stdin with
+           the ms of one inference forward / one forward+backward
 """
 import gzip
 import os
@@ -103,7 +107,53 @@ def tinychain(n: int, repeat: int) -> list:
     return [median_ms(forward100, repeat) / 100]
 
 
+def _fill_inputs(exe, spec: dict, rng) -> None:
+    """Parameters uniform in +-0.05, integer inputs (token ids, labels, lengths) in their
+    [low, high) range."""
+    for name, arr in list(exe.arg_dict.items()) + list(exe.aux_dict.items()):
+        bounds = spec.get("int_inputs", {}).get(name)
+        if bounds is not None:
+            arr[:] = rng.integers(*bounds, arr.shape).astype("f4")
+        else:
+            arr[:] = rng.uniform(-0.05, 0.05, arr.shape).astype("f4")
+
+
+def serve(spec_path: str) -> None:
+    """Bind the spec's symbol for inference and training, then time one call per request."""
+    import json
+    spec = json.loads(Path(spec_path).read_text())
+    sym = mx.sym.load(spec["symbol"])
+    shapes = {k: tuple(v) for k, v in spec["shapes"].items()}
+    grads = {n: "write" if n in spec["trained"] else "null" for n in sym.list_arguments()}
+    rng = np.random.default_rng(0)
+    execs = {"forward": sym.simple_bind(mx.cpu(), grad_req="null", **shapes),
+             "train": sym.simple_bind(mx.cpu(), grad_req=grads, **shapes)}
+    for exe in execs.values():
+        _fill_inputs(exe, spec, rng)
+
+    def forward():
+        execs["forward"].forward(is_train=False)
+        mx.nd.waitall()
+
+    def train():
+        execs["train"].forward(is_train=True)
+        execs["train"].backward()
+        mx.nd.waitall()
+    calls = {"forward": forward, "train": train}
+    for fn in calls.values():
+        fn()
+    print("ready", flush=True)
+    for line in sys.stdin:
+        fn = calls[line.strip()]
+        t0 = time.perf_counter()
+        fn()
+        print(f"{(time.perf_counter() - t0) * 1e3:.4f}", flush=True)
+
+
 def main() -> None:
+    if sys.argv[1] == "serve":
+        serve(sys.argv[2])
+        return
     model, size, repeat = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     fn = {"resnet18": resnet18, "mlp": mlp, "tinychain": tinychain, "bind": bind}[model]
     print(" ".join(f"{ms:.4f}" for ms in fn(size, repeat)))

@@ -99,10 +99,12 @@ class _Value:
 class Emit:
     """What a lowering sees for one node (see :mod:`.ops`)."""
 
-    def __init__(self, program: "_Program", dtype: np.dtype):
+    def __init__(self, program: "_Program", dtype: np.dtype, in_shapes: tuple = ()):
         self._p = program
         self.dtype = np.dtype(dtype)
         self.t = _ctype(self.dtype)
+        #: the shapes of the node's inputs (for lowerings whose constants depend on them)
+        self.in_shapes = in_shapes
 
     def k(self, value: float) -> str:
         """A constant: ``value`` cast to the node's dtype, then to its compute type."""
@@ -268,7 +270,7 @@ class _Builder:
         lowering = LOWERINGS.get(node.op.name)
         if lowering is None:
             raise FusedCodegenError(f"{node.op.name} {node.name!r} has no fused lowering")
-        e = Emit(self.p, self.edtype[first])
+        e = Emit(self.p, self.edtype[first], tuple(self._shape_of(x) for x in node.inputs))
         self.compute_ns += FUSED_NS[(lowering.cost_of(node.params), e.t)]
         exprs = lowering.fn(e, node.params, *(v.name for v in ins))
         exprs = (exprs,) if isinstance(exprs, str) else tuple(exprs)

@@ -216,6 +216,9 @@ def _build() -> dict[str, Lowering]:
     table["LeakyReLU"] = Lowering(_leaky, lambda p: "cheap" if p.act_type == "leaky" else "poly",
                                   leaky_supports)
     table["Cast"] = Lowering(_cast, "cheap", _cast_supports)
+    # x / sqrt(last dim) as the native kernel computes it: times the dtype's 1 / sqrt(d)
+    table["_contrib_div_sqrt_dim"] = Lowering(
+        lambda e, p, x: f"({x} * {e.k(1 / math.sqrt(e.in_shapes[0][-1]))})")
     return table
 
 

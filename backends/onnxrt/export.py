@@ -39,7 +39,7 @@ def unsupported_nodes(sym, shapes_of=None) -> list[str]:
     return found
 
 
-def _infer(sym, params: dict, input_shapes: dict, input_dtypes: dict):
+def _infer(sym, params: dict, input_shapes: dict, input_dtypes: dict, output_shapes):
     ig = sym._indexed()
     by_name = {ig.nodes[i].name: i for i in ig.input_nodes}
     missing = [k for k in list(input_shapes) + list(params) if k not in by_name]
@@ -50,7 +50,8 @@ def _infer(sym, params: dict, input_shapes: dict, input_dtypes: dict):
     shapes.update({by_name[k]: tuple(v) for k, v in input_shapes.items()})
     dtypes = {by_name[k]: np.dtype(v.dtype) for k, v in params.items()}
     dtypes.update({by_name[k]: np.dtype(input_dtypes.get(k, np.float32)) for k in input_shapes})
-    g = run_inference(sym, shape_seeds(ig, shapes, True), dtype_seeds(ig, dtypes))
+    g = run_inference(sym, shape_seeds(ig, shapes, True), dtype_seeds(ig, dtypes),
+                      [None if s is None else tuple(s) for s in output_shapes or ()])
     shape, dtype = g.attrs["shape"], g.attrs["dtype"]
     undecided = [_value_name(ig, e) for e in range(ig.num_entries)
                  if not known(shape[e]) or dtype[e] is None]
@@ -85,16 +86,18 @@ def _value_info(name: str, shape, dtype) -> Any:
 
 
 def export_model(sym, arg_params: dict, aux_params: dict, input_shapes: dict, path=None,
-                 input_dtypes: dict | None = None, opset: int = 17) -> onnx.ModelProto:
+                 input_dtypes: dict | None = None, opset: int = 17,
+                 output_shapes: list | None = None) -> onnx.ModelProto:
     """Export ``sym`` for inference (``is_train=False`` semantics) as an ONNX model.
 
     ``input_shapes``: data input name -> shape (the graph inputs); ``arg_params`` /
     ``aux_params``: name -> array (written as initializers); ``input_dtypes``: data input
-    name -> dtype (float32 by default). Saved to ``path`` when given. Raises
-    :class:`OnnxExportError` listing every node no converter supports."""
+    name -> dtype (float32 by default); ``output_shapes``: the shapes of the outputs where
+    known beforehand (a region's, from the graph around it). Saved to ``path`` when given.
+    Raises :class:`OnnxExportError` listing every node no converter supports."""
     params = {k: np.asarray(v) for k, v in {**(arg_params or {}), **(aux_params or {})}.items()}
     input_dtypes = dict(input_dtypes or {})
-    ig, shapes, dtypes = _infer(sym, params, dict(input_shapes), input_dtypes)
+    ig, shapes, dtypes = _infer(sym, params, dict(input_shapes), input_dtypes, output_shapes)
 
     def shapes_of(nid):
         return [shapes[e] for e in ig.node_inputs[nid]]

@@ -201,7 +201,8 @@ class RegionSession:
         fed = [k for k in range(len(r.inputs)) if k not in set(self.frozen)]
         model = export_model(r.symbol, baked, {}, {r.input_names[k]: r.inputs[k].shape
                                                    for k in fed},
-                             input_dtypes={r.input_names[k]: r.inputs[k].dtype for k in fed})
+                             input_dtypes={r.input_names[k]: r.inputs[k].dtype for k in fed},
+                             output_shapes=[o.shape for o in r.outputs])
         data = model.SerializeToString()
         self._key, self._session = _session(data, self.opts, self._providers(), r)
         if self.opts["save_models"]:

@@ -55,11 +55,16 @@ class OnnxrtSelector(ReasonSelector):
         ok = conv.supports(node, shapes)
         if ok is not True:
             return str(ok)
-        if self._shapes is not None:
-            bad = sorted({str(d) for d in self._shapes.dtypes(node)
-                          if d is not None and np.dtype(d) != _FLOAT32})
-            if bad:
-                return f"dtype {', '.join(bad)} (onnxrt regions run float32 only)"
+        if self._shapes is None:
+            return None
+        if any(s is None for s in shapes + self._shapes.outputs(node)):
+            # an exported model needs every shape: a node whose shape the graph does not
+            # decide here would fail in ONNX Runtime and run natively after all
+            return "shapes not inferred at partitioning"
+        bad = sorted({"unknown" if d is None else str(d) for d in self._shapes.dtypes(node)
+                      if d is None or np.dtype(d) != _FLOAT32})
+        if bad:
+            return f"dtype {', '.join(bad)} (onnxrt regions run float32 only)"
         return None
 
 

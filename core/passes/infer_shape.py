@@ -1,8 +1,9 @@
 """Shape and dtype inference passes: propagate known values forward and backward through
 each op's rule until nothing changes.
 
-Input: graph attrs ``shape_inputs`` / ``dtype_inputs`` (node id -> value for variables).
-Output: ``shape`` / ``dtype`` (a list indexed by entry id) and ``shape_num_unknown`` /
+Input: graph attrs ``shape_inputs`` / ``dtype_inputs`` (node id -> value for variables) and,
+optionally, ``shape_outputs`` / ``dtype_outputs`` (one value or None per graph output: what is
+already known about the heads, e.g. a region's outputs from the graph around it). Output: ``shape`` / ``dtype`` (a list indexed by entry id) and ``shape_num_unknown`` /
 ``dtype_num_unknown``.
 """
 from __future__ import annotations
@@ -21,14 +22,16 @@ __all__ = ["infer_shape_pass", "infer_dtype_pass"]
 @register_pass("infer_shape", requires=("shape_inputs",))
 def infer_shape_pass(graph: Graph) -> Graph:
     values, unknown = _infer(graph.indexed, graph.attrs["shape_inputs"], "infer_shape_fn",
-                             known, ShapeInferenceError, _shape_text, "shape")
+                             known, ShapeInferenceError, _shape_text, "shape",
+                             graph.attrs.get("shape_outputs"))
     return graph.with_attrs(shape=values, shape_num_unknown=unknown)
 
 
 @register_pass("infer_type", requires=("dtype_inputs",))
 def infer_dtype_pass(graph: Graph) -> Graph:
     values, unknown = _infer(graph.indexed, graph.attrs["dtype_inputs"], "infer_type_fn",
-                             lambda t: t is not None, TypeInferenceError, _dtype_text, "dtype")
+                             lambda t: t is not None, TypeInferenceError, _dtype_text, "dtype",
+                             graph.attrs.get("dtype_outputs"))
     return graph.with_attrs(dtype=values, dtype_num_unknown=unknown)
 
 
@@ -41,12 +44,16 @@ def _dtype_text(t) -> str:
 
 
 def _infer(ig: IndexedGraph, seeds: dict, rule_attr: str, is_known: Callable,
-           error_cls: type, text: Callable, kind: str) -> tuple[list, int]:
+           error_cls: type, text: Callable, kind: str,
+           head_seeds: list | None = None) -> tuple[list, int]:
     """Sweep forward, then backward, until every entry is known or a sweep pair adds nothing."""
     values: list = [None] * ig.num_entries
     row_ptr = ig.row_ptr
     for nid, v in seeds.items():
         values[row_ptr[nid]] = v
+    for eid, v in zip(ig.outputs, head_seeds or ()):
+        if v is not None and values[eid] is None:
+            values[eid] = v
     work = []
     for nid, node in enumerate(ig.nodes):
         if node.op is None:

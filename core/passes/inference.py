@@ -68,9 +68,12 @@ def dtype_seeds(ig: IndexedGraph, given: dict[int, Any]) -> dict[int, np.dtype]:
     return seeds
 
 
-def run_inference(sym: Symbol, shapes: dict[int, tuple], dtypes: dict[int, Any]) -> Graph:
-    """``sym``'s graph with shapes and dtypes inferred from seeds (node id -> value)."""
-    g = Graph(sym.outputs, {"shape_inputs": shapes, "dtype_inputs": dtypes}, sym._indexed())
+def run_inference(sym: Symbol, shapes: dict[int, tuple], dtypes: dict[int, Any],
+                  out_shapes: list | None = None) -> Graph:
+    """``sym``'s graph with shapes and dtypes inferred from seeds (node id -> value) and,
+    optionally, the shapes of its outputs (one tuple or None per output)."""
+    g = Graph(sym.outputs, {"shape_inputs": shapes, "dtype_inputs": dtypes,
+                            "shape_outputs": out_shapes}, sym._indexed())
     return apply_passes(g, ["infer_shape", "infer_type"])
 
 

@@ -25,13 +25,15 @@ def build_graph(sym: Symbol, ig: IndexedGraph, arg_arrays: list, aux_arrays: lis
                 reqs: dict[str, str], inferred: Graph | None = None,
                 mirror: bool | None = None, ctx: Context | None = None,
                 group2ctx: dict | None = None, backend: Any = None,
-                backend_options: dict | None = None) -> Graph:
+                backend_options: dict | None = None,
+                output_shapes: list | None = None) -> Graph:
     """The executed graph: the forward graph partitioned by the selected subgraph backends
     (``backend``, else MXNET_SUBGRAPH_BACKEND, else plugins.toml), after common-subexpression
     elimination, plus, when some grad_req is not null, the backward graph (gradient pass);
     shapes and dtypes inferred from the bound arrays; then the ``after_gradient`` stage.
     ``inferred`` is the forward graph already inferred from the same arrays (reused when no
-    pass changes it); ``mirror`` overrides MXNET_BACKWARD_DO_MIRROR."""
+    pass changes it); ``mirror`` overrides MXNET_BACKWARD_DO_MIRROR; ``output_shapes``: the
+    shapes of the outputs where known from elsewhere (a region's, from the graph around it)."""
     ctx = ctx or Context("cpu")
     aux_ids = [i for i in ig.input_nodes if i in ig.mutable_input_nodes]
     given = {id(ig.nodes[k]): a for k, a in zip(ig.arg_nodes, arg_arrays)}
@@ -66,7 +68,8 @@ def build_graph(sym: Symbol, ig: IndexedGraph, arg_arrays: list, aux_arrays: lis
     full = g.indexed
     seeds = {full.node_id[key]: a for key, a in given.items()}
     g = g.with_attrs(shape_inputs={k: tuple(a.shape) for k, a in seeds.items()},
-                     dtype_inputs={k: a.dtype for k, a in seeds.items()})
+                     dtype_inputs={k: a.dtype for k, a in seeds.items()},
+                     shape_outputs=output_shapes)
     g = apply_passes(g, ["infer_shape", "infer_type"])
     return _after_gradient(g, ctx, backend_options)
 

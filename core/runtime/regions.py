@@ -30,7 +30,8 @@ def native_region_runner(region: RegionCall) -> Callable[[], None]:
     args = [by_name[ig.nodes[i].name] for i in ig.arg_nodes]
     aux = [by_name[ig.nodes[i].name] for i in aux_ids]
     reqs = {ig.nodes[i].name: "null" for i in ig.arg_nodes}
-    g = build_graph(sym, ig, args, aux, reqs, ctx=region.ctx, backend="NONE")
+    g = build_graph(sym, ig, args, aux, reqs, ctx=region.ctx, backend="NONE",
+                    output_shapes=[tuple(o.shape) for o in region.outputs])
     full = g.indexed
     eid_of = {ig.nodes[i].name: full.row_ptr[full.node_id[id(ig.nodes[i])]]
               for i in ig.input_nodes}

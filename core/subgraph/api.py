@@ -190,6 +190,11 @@ class NodeShapes:
         return [s if known(s) else None for s in (self._shapes[e]
                                                   for e in self._entries(node, False))]
 
+    def outputs(self, node: "Node") -> list:
+        """Shapes of ``node``'s visible outputs (tuples, None where unknown)."""
+        outs = self._entries(node, True)[:node.op.num_visible_outputs(node.params)]
+        return [s if known(s) else None for s in (self._shapes[e] for e in outs)]
+
     def dtypes(self, node: "Node") -> list:
         """Dtypes of ``node``'s inputs and then its visible outputs (None where unknown)."""
         outs = self._entries(node, True)[:node.op.num_visible_outputs(node.params)]

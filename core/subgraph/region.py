@@ -14,7 +14,7 @@ from typing import Any
 
 from ..ir.attrs import Params
 from ..ir.graph import Entry, Graph, IndexedGraph, Node
-from ..ops.common import known
+from ..ops.common import known, merge
 from ..ops.registry import OpDef, ShapeConflict
 from ..passes.gradient import gradient_pass
 from ..passes.manager import apply_passes
@@ -129,10 +129,13 @@ def _infer(kind: str):
             _merge(outs, k, v, "out")
 
     def _infer_inner(p, ins, outs):
+        # the outputs are seeded too (as MXNet's subgraph operators do): a value refined
+        # outside the region (an init op's 0 dims) can decide shapes inside it
         inner = p.inner
         by_name = {inner.nodes[i].name: i for i in inner.input_nodes}
         seeds = {by_name[n]: v for n, v in zip(p.input_names, ins) if v is not None}
-        g = Graph(p.subgraph.outputs, {f"{key}_inputs": seeds}, inner)
+        g = Graph(p.subgraph.outputs, {f"{key}_inputs": seeds, f"{key}_outputs": list(outs)},
+                  inner)
         g = apply_passes(g, ["infer_shape" if kind == "shape" else "infer_type"])
         values, rp = g.attrs[key], inner.row_ptr
         for k, n in enumerate(p.input_names):
@@ -143,12 +146,23 @@ def _infer(kind: str):
 
 
 def _merge(lst: list, k: int, value: Any, side: str) -> None:
+    """Merge an inner value into the node's: partially known shapes refine each other (a
+    begin state ``_zeros(shape=(0, 48))`` outside the region is [?,48] until the inner
+    graph says [2,48]); values that disagree are a conflict."""
     if value is None:
         return
-    if lst[k] is None:
+    if lst[k] is None:  # (before comparing: numpy finds None equal to float64)
         lst[k] = value
-    elif lst[k] != value:
-        raise ShapeConflict(side, k, lst[k], value)
+        return
+    if lst[k] == value:
+        return
+    if isinstance(value, tuple):  # dtypes have no partial values
+        try:
+            lst[k] = merge(lst[k], value)
+            return
+        except ValueError:
+            pass
+    raise ShapeConflict(side, k, lst[k], value)
 
 
 def _gradient(g, node: Node, ograds: list[Entry]) -> list:
