@@ -1,7 +1,7 @@
 """Device contexts: ``gx.cpu(i)`` and ``gx.gpu(i)``."""
 from __future__ import annotations
 
-from .errors import ContextError
+from .errors import AllocationError, ContextError
 
 __all__ = ["Context", "cpu", "gpu", "current_context", "aligned_zeros", "HOST_ALIGNMENT"]
 
@@ -79,10 +79,14 @@ class Context:
         """A zero-filled array on this context: on the host aligned to ``HOST_ALIGNMENT``
         bytes, CuPy arrays on the right GPU."""
         xp = self.xp
-        if not self.is_gpu:
-            return aligned_zeros(shape, dtype)
-        with xp.cuda.Device(self.device_id):
-            return xp.zeros(shape, dtype=dtype)
+        try:
+            if not self.is_gpu:
+                return aligned_zeros(shape, dtype)
+            with xp.cuda.Device(self.device_id):
+                return xp.zeros(shape, dtype=dtype)
+        except (MemoryError, ValueError, OverflowError) as exc:  # numpy's "array is too big"
+            raise AllocationError(f"cannot allocate an array of shape {shape} and dtype "
+                                  f"{dtype} on {self}: {type(exc).__name__}: {exc}") from None
 
 
 def cpu(device_id: int = 0) -> Context:
