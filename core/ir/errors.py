@@ -8,7 +8,8 @@ __all__ = [
     "ParamsFormatError", "BindError", "UnknownArgumentError", "ArgumentShapeError",
     "DuplicateNameError", "PassError", "PluginError", "UnknownBackendError", "KernelNotFoundError",
     "ContextError", "KernelError", "BackwardError", "HeadGradientError", "PlacementError",
-    "AllocationError", "ConcurrentUseError", "ArgumentTypeError",
+    "AllocationError", "ConcurrentUseError", "ArgumentTypeError", "ArgumentValueError",
+    "OutputIndexError",
 ]
 
 
@@ -118,3 +119,12 @@ class ConcurrentUseError(GraphexecError, RuntimeError):
 class ArgumentTypeError(GraphexecError, TypeError):
     """A function of the API received an argument of the wrong type (a list where a dict
     of arrays is expected, a string where a shape is, ...)."""
+
+
+class ArgumentValueError(GraphexecError, ValueError):
+    """A function of the API received an argument of the right type but a wrong value (an
+    output name a symbol does not have, an attribute value that is not a string, ...)."""
+
+
+class OutputIndexError(GraphexecError, IndexError):
+    """A symbol was indexed past its outputs."""

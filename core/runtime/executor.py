@@ -4,8 +4,10 @@ from __future__ import annotations
 import time
 from typing import Any, Callable
 
+from ..ir.arguments import as_array, as_mapping
 from ..ir.context import Context
-from ..ir.errors import ArgumentShapeError, BackwardError, HeadGradientError, UnknownArgumentError
+from ..ir.errors import (ArgumentShapeError, ArgumentTypeError, BackwardError,
+                         HeadGradientError, UnknownArgumentError)
 from ..ir.graph import Graph
 from ..ir.random import generator
 from ..passes.manager import apply_passes
@@ -174,7 +176,10 @@ class Executor:
                                      f"outputs ({names})")
         for i, g in enumerate(grads):
             if g is not None and not (hasattr(g, "shape") and hasattr(g, "dtype")):
-                raise TypeError(f"out_grads[{i}] must be an array, got {type(g).__name__}")
+                raise ArgumentTypeError(f"out_grads[{i}] must be an array, got "
+                                        f"{type(g).__name__}")
+            if g is not None:
+                as_array(g, f"out_grads[{i}]")
         return grads
 
     def _copy_inputs(self, kwargs: dict[str, Any]) -> None:
@@ -187,17 +192,21 @@ class Executor:
                 raise ArgumentShapeError(f"forward argument {name!r}: only accept keyword "
                                          f"argument of arrays (numpy.ndarray), got "
                                          f"{type(array).__name__}")
+            as_array(array, f"forward argument {name!r}")
             target = arg_dict[name]
             if target.shape != tuple(array.shape):
                 raise ArgumentShapeError(f"Shape not match! Argument {name}, need: "
                                          f"{target.shape}, received: {tuple(array.shape)}")
         for name, array in kwargs.items():
-            frozen.assign(arg_dict[name], array)
+            frozen.assign(arg_dict[name], array, f"forward argument {name!r}")
 
     def set_monitor_callback(self, callback: Callable[[str, Any], None],
                              monitor_all: bool = False) -> None:
         """Call ``callback(name, array)`` for every op output (``<node>_output``) as it is
         computed; with ``monitor_all`` also for every input before the op runs."""
+        if callback is not None and not callable(callback):
+            raise ArgumentTypeError(f"set_monitor_callback: expected a function (name, array), "
+                                    f"got {type(callback).__name__}")
         self._plan.set_monitor(callback, monitor_all)
 
     # -- arrays by name ------------------------------------------------------------------------
@@ -233,8 +242,10 @@ class Executor:
     def copy_params_from(self, arg_params: dict[str, Any], aux_params: dict[str, Any] | None = None,
                          allow_extra_params: bool = False) -> None:
         """Copy parameter values into the executor's arrays (shapes must match)."""
+        arg_params = as_mapping(arg_params, "copy_params_from: arg_params")
+        aux_params = as_mapping(aux_params, "copy_params_from: aux_params")
         for kind, params, target in (("argument", arg_params, self.arg_dict),
-                                     ("auxiliary state", aux_params or {}, self.aux_dict)):
+                                     ("auxiliary state", aux_params, self.aux_dict)):
             for name, value in params.items():
                 if name not in target:
                     if allow_extra_params:
@@ -242,10 +253,11 @@ class Executor:
                     raise UnknownArgumentError(f'Find name "{name}" that is not in the '
                                                f'{kind}s ({list(target)})')
                 dst = target[name]
+                as_array(value, f"copy_params_from: {kind} {name!r}")
                 if dst.shape != tuple(value.shape):
                     raise ArgumentShapeError(f"copy_params_from: {kind} {name!r} has shape "
                                              f"{dst.shape}, the value has {tuple(value.shape)}")
-                frozen.assign(dst, value)
+                frozen.assign(dst, value, f"{kind} {name!r}")
 
     def reshape(self, partial_shaping: bool = False, allow_up_sizing: bool = False,
                 **kwargs: Any) -> "Executor":

@@ -6,10 +6,12 @@ node; it alone grows regions and guarantees that they are acyclic, convex and de
 """
 from __future__ import annotations
 
+import difflib
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Sequence
 
-from ..ir.errors import GraphexecError, UnknownBackendError
+from ..ir.errors import GraphexecError, UnknownBackendError, UnknownOpError
 from ..ops.common import known
+from ..ops.registry import all_names, find_op
 
 if TYPE_CHECKING:
     from ..ir.graph import Node
@@ -222,6 +224,12 @@ class SubgraphProperty:
         for key in ("op_names", "exclude_ops"):  # one name given alone (``exclude_ops=relu``)
             if isinstance(options.get(key), str):
                 options[key] = {options[key]}
+        if "exclude_ops" in options:
+            _check_op_names(self.name, "exclude_ops", options["exclude_ops"])
+        size = options.get("min_size", 1)
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise GraphexecError(f"subgraph property {self.name!r}: option min_size={size!r}: "
+                                 f"expected an integer >= 1")
         self.attrs.update(options)
 
     @property
@@ -242,6 +250,23 @@ class SubgraphProperty:
         ``region.inputs`` (a nested native plan, an ONNX Runtime session, a fused kernel)."""
         raise NotImplementedError(f"subgraph property {self.name!r} does not implement "
                                   f"create_runner")
+
+
+def _check_op_names(prop: str, option: str, names: Any) -> None:
+    """Every name of ``names`` is a registered operator (or alias): a misspelt one would
+    exclude nothing, silently."""
+    if names is None:
+        return
+    if not isinstance(names, (set, frozenset, list, tuple)) or \
+            not all(isinstance(n, str) for n in names):
+        raise GraphexecError(f"subgraph property {prop!r}: option {option}={names!r:.60}: "
+                             f"expected an operator name or a list of them")
+    for name in names:
+        if find_op(name) is None:
+            close = difflib.get_close_matches(name, all_names(), n=3)
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            raise UnknownOpError(f"subgraph property {prop!r}: option {option} names "
+                                 f"{name!r}, which is not a registered operator{hint}")
 
 
 class PartitionRequest(NamedTuple):

@@ -11,7 +11,8 @@ import logging
 import os
 from typing import Any, Sequence
 
-from ..ir.errors import GraphexecError
+from ..ir.arguments import as_mapping
+from ..ir.errors import ArgumentTypeError, GraphexecError, UnknownBackendError
 from ..passes.inference import dtype_seeds, run_inference, shape_seeds
 from ..plugins import plugin_config
 from ..symbol.symbol import Symbol
@@ -47,13 +48,31 @@ def resolve_backends(backend: str | Sequence[str] | None,
         backend = plugin_config().get("subgraph", {}).get("default_backend", "NONE")
     if isinstance(backend, str):
         names, parsed = parse_backend_spec(backend)
-    else:
+    elif isinstance(backend, (list, tuple)) and all(isinstance(b, str) for b in backend):
         names, parsed = [b for b in backend if b and b.upper() != "NONE"], {}
+    else:
+        raise ArgumentTypeError(f"backend must be a name ('onnxrt', 'onnxrt,fused') or a list "
+                                f"of names, got {type(backend).__name__} {backend!r:.40}")
     for n in names:
         get_backend(n)  # fails fast, listing the registered backends
-    for n, opts in (options or {}).items():
+    for n, opts in _backend_options(options).items():
         parsed.setdefault(n, {}).update(opts)
     return names, parsed
+
+
+def _backend_options(options: Any) -> dict[str, dict]:
+    """``backend_options`` checked: registered backend names (a misspelt one would be
+    ignored silently) mapping to dicts of options."""
+    options = as_mapping(options, "backend_options", "dict of options")
+    for name, opts in options.items():
+        if not isinstance(name, str):
+            raise ArgumentTypeError(f"backend_options: keys are backend names, got {name!r}")
+        try:
+            get_backend(name)
+        except UnknownBackendError as exc:
+            raise UnknownBackendError(f"backend_options: {exc}") from None
+        as_mapping(opts, f"backend_options[{name!r}]", "option value")
+    return options
 
 
 def parse_backend_spec(text: str) -> tuple[list[str], dict[str, dict]]:

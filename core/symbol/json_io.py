@@ -196,7 +196,10 @@ def tojson(self: Symbol) -> str:
 @symbol_method
 def save(self: Symbol, fname: str) -> None:
     """Write ``tojson()`` to ``fname``."""
-    with open(fname, "w") as f:
+    if not isinstance(fname, (str, bytes, os.PathLike)):
+        raise ArgumentTypeError(f"save: expected a file name (str or path), got "
+                                f"{type(fname).__name__}")
+    with open(fname, "w", encoding="utf-8") as f:
         f.write(to_json(self))
 
 
