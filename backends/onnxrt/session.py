@@ -260,7 +260,7 @@ class RegionSession:
                   f"that executor with backend_options={{'onnxrt': {{'freeze_params': "
                   f"False}}}} when another executor updates shared parameters in place")
         for k in self.frozen:
-            arr = r.inputs[k]
+            arr = r.sources[k]  # the executor's array, which copy_params_from writes
             frozen.freeze(arr, id(self), changed, holder)
             if id(arr) not in self._frozen_ids:
                 self._frozen_ids.append(id(arr))

@@ -15,6 +15,7 @@ from ..plugins import plugin_manager
 from ..symbol.debug_str import graph_debug_str
 from ..symbol.symbol import Symbol, check_unique_names, copy_graph
 from . import frozen, sharing
+from .guard import exclusive, new_guard
 from .pipeline import build_graph
 from .plan import ExecPlan
 
@@ -47,6 +48,7 @@ class Executor:
         # join that pool so that later executors sharing it can reuse them too
         self._shared_pool = shared_exec._shared_pool if shared_exec is not None else []
         self._workspaces = shared_exec._workspaces if shared_exec is not None else []
+        self._busy = shared_exec._busy if shared_exec is not None else new_guard()
         self._plan = ExecPlan(graph, ctx, external, reqs, arg_reqs, self._shared_pool,
                               self._workspaces)
         ig = graph.indexed
@@ -83,6 +85,7 @@ class Executor:
         return external, reqs, arg_reqs
 
     # -- running ---------------------------------------------------------------------------
+    @exclusive
     def forward(self, is_train: bool = False, **kwargs: Any) -> list:
         """Compute the outputs. Keyword arrays are copied into the arguments first.
 
@@ -97,6 +100,7 @@ class Executor:
         self._backward_ran = False
         return self.outputs
 
+    @exclusive
     def backward(self, out_grads: Any = None, is_train: bool = True) -> None:
         """Compute the gradients of the arguments whose grad_req is not null.
 
@@ -239,6 +243,7 @@ class Executor:
             self._output_dict = _named("output", self._symbol.list_outputs(), self.outputs)
         return self._output_dict
 
+    @exclusive
     def copy_params_from(self, arg_params: dict[str, Any], aux_params: dict[str, Any] | None = None,
                          allow_extra_params: bool = False) -> None:
         """Copy parameter values into the executor's arrays (shapes must match)."""

@@ -143,13 +143,19 @@ class RegionCall:
     shapes, dtypes, context, whether it runs for training, the node name, and per input the
     grad_req of the argument feeding it ('null' for other inputs; BatchNorm's fix_gamma
     needs it) and whether it is a graph input (an argument or auxiliary state the user owns)
-    rather than an entry computed by the executor (``input_is_var``)."""
+    rather than an entry computed by the executor (``input_is_var``).
+
+    ``inputs`` are read-only views of the arrays a runner must not write (all but the
+    auxiliary states, which a region may update); ``sources`` are the executor's arrays
+    behind them, for a backend that must keep an array's identity (the ``onnxrt`` backend
+    freezes the parameters it bakes into its model). Never write through ``sources``."""
 
     __slots__ = ("symbol", "input_names", "inputs", "outputs", "ctx", "is_train", "node_name",
-                 "workspace", "state", "input_grad_reqs", "input_is_var")
+                 "workspace", "state", "input_grad_reqs", "input_is_var", "sources")
 
     def __init__(self, symbol, input_names, inputs, outputs, ctx, is_train, node_name,
-                 workspace=None, state=None, input_grad_reqs=None, input_is_var=None):
+                 workspace=None, state=None, input_grad_reqs=None, input_is_var=None,
+                 sources=None):
         self.symbol = symbol
         self.input_names = input_names
         self.inputs = inputs
@@ -161,6 +167,7 @@ class RegionCall:
         self.state = state if state is not None else {}
         self.input_grad_reqs = list(input_grad_reqs or ["null"] * len(inputs))
         self.input_is_var = list(input_is_var or [False] * len(inputs))
+        self.sources = list(inputs if sources is None else sources)
 
     @property
     def input_shapes(self) -> dict[str, tuple]:
