@@ -28,6 +28,8 @@ def load(fname: str) -> Symbol:
     if not isinstance(fname, (str, bytes, os.PathLike)):
         raise ArgumentTypeError(f"load: expected a file name (str or path), got "
                                 f"{type(fname).__name__}")
+    if os.path.exists(fname) and not os.path.isdir(fname) and not os.path.isfile(fname):
+        raise JSONFormatError(f"cannot read symbol file {fname!r}: not a regular file")
     try:
         with open(fname, "rb") as f:
             raw = f.read()

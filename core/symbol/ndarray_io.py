@@ -59,6 +59,9 @@ def load(fname: str | os.PathLike) -> ArrayData:
     if not isinstance(fname, (str, bytes, os.PathLike)):
         raise ArgumentTypeError(f"load: expected a file name (str or path), got "
                                 f"{type(fname).__name__}")
+    if os.path.exists(fname) and not os.path.isdir(fname) and not os.path.isfile(fname):
+        raise ParamsFormatError(f"cannot read parameter file {os.fspath(fname)!r}: not a "
+                                f"regular file")
     try:
         f = open(fname, "rb")
     except OSError as exc:
