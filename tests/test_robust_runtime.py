@@ -163,3 +163,20 @@ def test_separate_executors_run_in_parallel_threads(backend, subgraph_clean):
     for t in pool:
         t.join(120)
     assert errors == []
+
+
+# -- zero-size batches ------------------------------------------------------------------------
+@pytest.mark.parametrize("mode", [{}, {"multi_output": True}, {"preserve_shape": True}])
+@pytest.mark.parametrize("normalization", ["null", "batch", "valid"])
+def test_an_empty_batch_trains_through_fully_connected_and_softmax_output(mode, normalization):
+    data = gx.sym.Variable("data")
+    net = gx.sym.SoftmaxOutput(gx.sym.FullyConnected(data, num_hidden=3, name="fc"),
+                               normalization=normalization, name="sm", **mode)
+    args = {"data": np.zeros((0, 4), "f4"), "fc_weight": np.ones((3, 4), "f4"),
+            "fc_bias": np.zeros(3, "f4"), "sm_label": np.zeros((0,), "f4")}
+    grads = {k: np.full_like(v, 7) for k, v in args.items()}
+    exe = net.bind(gx.cpu(), args, args_grad=grads)
+    assert exe.forward(is_train=True)[0].shape == (0, 3)
+    exe.backward()
+    assert (exe.grad_dict["fc_weight"] == 0).all() and (exe.grad_dict["fc_bias"] == 0).all()
+    assert exe.grad_dict["data"].shape == (0, 4)

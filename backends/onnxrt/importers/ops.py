@@ -3,8 +3,9 @@ Clip, Constant, Identity / Dropout (see :mod:`.importer`)."""
 from __future__ import annotations
 
 import numpy as np
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto, helper
 
+from ..checks import tensor_value
 from ..importing import importer, node_attrs, node_error, op
 from .common import broadcast_inputs, same_shapes
 
@@ -66,7 +67,7 @@ def _dropout(ctx, node):
 
 def _tensor_attr(node, attrs: dict) -> np.ndarray:
     if "value" in attrs:
-        return numpy_helper.to_array(attrs["value"])
+        return tensor_value(attrs["value"], "value of Constant")
     for key, dtype in (("value_float", "f4"), ("value_floats", "f4"), ("value_int", "i8"),
                        ("value_ints", "i8")):
         if key in attrs:
@@ -133,6 +134,9 @@ def _mod(ctx, node):
     (both operands non-negative, where the two agree). graphexec's x mod 0 is 0; ONNX's
     float result is NaN, added as 0 / (1 - [b == 0])."""
     a, b = (ctx.sym(n) for n in node.input)
+    kind = getattr(ctx.dtype(node.input[0]), "kind", None)
+    if kind == "f" and not node_attrs(node).get("fmod", 0):
+        raise node_error(node, "fmod=0 on floating-point inputs: ONNX requires fmod=1 there")
     if not node_attrs(node).get("fmod", 0):
         res = op(ctx, node, "broadcast_mod", [a, b], suffix="mod")
     else:
@@ -231,6 +235,9 @@ def _clip(ctx, node):
     broadcast ``minimum(maximum(x, min), max)``, ONNX's result even when min > max."""
     x = ctx.sym(node.input[0])
     lo, hi = _bound(ctx, node, 1, "min"), _bound(ctx, node, 2, "max")
+    attrs = node_attrs(node)
+    if "min" in attrs and "max" in attrs and not lo <= hi:
+        raise node_error(node, f"attributes min={lo} and max={hi}: min must not exceed max")
     if isinstance(lo, float) and isinstance(hi, float):
         return [op(ctx, node, "clip", [x], a_min=lo, a_max=hi)]
     if lo is not None:

@@ -59,8 +59,12 @@ def _arg_reduce(ctx, node):
 def _one_hot(ctx, node):
     """graphexec's one_hot appends the new axis and gives off_value for negative indices:
     those are moved into range first (i + depth) and the axis moved to ``axis``."""
-    depth = int(ctx.const(node, 1, "depth").reshape(-1)[0])
-    values = ctx.const(node, 2, "values").reshape(-1)
+    depth, values = ctx.const(node, 1, "depth"), ctx.const(node, 2, "values").reshape(-1)
+    if depth is None or depth.size != 1 or values.size != 2:
+        raise node_error(node, "depth must be one value and values two (off, on)")
+    depth = int(depth.reshape(()))
+    if depth < 1:
+        raise node_error(node, f"depth {depth} must be at least 1")
     rank = ctx.rank(node.input[0])
     if rank is None:
         raise node_error(node, f"the rank of indices {node.input[0]!r} is unknown")
