@@ -27,11 +27,28 @@ from onnx import TensorProto, helper, numpy_helper
 
 from .errors import OnnxImportError
 
-__all__ = ["read_model", "check_model", "sorted_model", "tensor_value", "MAX_RANK"]
+__all__ = ["read_model", "check_model", "sorted_model", "guard_inference", "tensor_value",
+           "MAX_RANK"]
 
 #: the largest tensor rank imported (MXNet's limit; numpy's is 64)
 MAX_RANK = 32
 _DEFAULT_DOMAINS = ("", "ai.onnx")
+_RESIZE_MODES = {"nearest", "linear", "cubic"}
+#: the values ONNX defines for string attributes: (op type or "*", attribute) -> values
+_ENUMS = {
+    ("*", "auto_pad"): {"NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID"},
+    ("Resize", "mode"): _RESIZE_MODES, ("Upsample", "mode"): _RESIZE_MODES | {"bilinear"},
+    ("Resize", "coordinate_transformation_mode"): {
+        "half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners",
+        "asymmetric", "tf_half_pixel_for_nn", "tf_crop_and_resize"},
+    ("Resize", "nearest_mode"): {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"},
+    ("Resize", "keep_aspect_ratio_policy"): {"stretch", "not_larger", "not_smaller"},
+    ("Pad", "mode"): {"constant", "reflect", "edge", "wrap"},
+    ("DepthToSpace", "mode"): {"DCR", "CRD"},
+    ("*", "reduction"): {"none", "sum", "mean"},
+    ("Gelu", "approximate"): {"none", "tanh"},
+    ("Cast", "round_mode"): {"up", "down", "nearest"},
+}
 
 
 def read_model(path_or_model) -> onnx.ModelProto:
@@ -187,7 +204,20 @@ def check_model(model: onnx.ModelProto) -> None:
             label = node.name or (node.output[0] if node.output else f"#{k}")
             raise OnnxImportError(f"import_model: node {label!r} ({node.op_type}): "
                                   f"{str(exc).splitlines()[0]}") from None
+        _check_enums(node)
     _check_ranks(model.graph)
+
+
+def _check_enums(node) -> None:
+    """String attributes hold one of the values ONNX defines (ONNX Runtime's kernels refuse
+    others, and an importer must not read an unknown one as a default)."""
+    for attr in node.attribute:
+        allowed = _ENUMS.get((node.op_type, attr.name), _ENUMS.get(("*", attr.name)))
+        if allowed is not None and attr.type == onnx.AttributeProto.STRING and \
+                attr.s.decode(errors="replace") not in allowed:
+            raise OnnxImportError(f"import_model: node {node.name or node.output[0]!r} "
+                                  f"({node.op_type}): attribute {attr.name}={attr.s!r} is not "
+                                  f"one of {sorted(allowed)}")
 
 
 def _check_ranks(graph) -> None:
@@ -236,3 +266,113 @@ def sorted_model(model: onnx.ModelProto) -> onnx.ModelProto:
     del copy.graph.node[:]
     copy.graph.node.extend(nodes[k] for k in order)
     return copy
+
+
+def guard_inference(model: onnx.ModelProto) -> None:
+    """Check, node by node and before ONNX's inference function of the node runs, the
+    attributes that some ``onnx`` releases use to index their input shapes unchecked
+    (GatherND's batch_dims, a normalisation axis, Split's num_outputs, convolution and
+    pooling geometry): out-of-range values crash the process or corrupt memory there. Input
+    ranks come from ONNX's own per-node inference, run in the file's order (which
+    :func:`sorted_model` made topological); its errors are the model's."""
+    graph, opset = model.graph, _default_opset(model)
+    types = {vi.name: vi.type for vi in graph.input}
+    data = {}
+    for t in graph.initializer:
+        types[t.name] = helper.make_tensor_type_proto(t.data_type, list(t.dims))
+        if math.prod(t.dims) <= _DATA_ELEMENTS:
+            data[t.name] = t
+    for node in graph.node:
+        ranks = [_rank(types.get(name)) for name in node.input]
+        guard = _GUARDS.get(node.op_type)
+        if guard is not None:
+            problem = guard(node, ranks, {a.name: helper.get_attribute_value(a)
+                                          for a in node.attribute}, opset)
+            if problem:
+                raise OnnxImportError(f"import_model: node {node.name or node.output[0]!r} "
+                                      f"({node.op_type}): {problem}")
+        types.update(_node_types(node, types, data, model))
+        if node.op_type == "Constant" and node.attribute and node.attribute[0].HasField("t"):
+            data[node.output[0]] = node.attribute[0].t
+
+
+_DATA_ELEMENTS = 1024
+
+
+def _default_opset(model) -> int:
+    return next((o.version for o in model.opset_import if o.domain in _DEFAULT_DOMAINS), 0)
+
+
+def _rank(t) -> int | None:
+    if t is None or not t.HasField("tensor_type") or not t.tensor_type.HasField("shape"):
+        return None
+    return len(t.tensor_type.shape.dim)
+
+
+def _node_types(node, types: dict, data: dict, model) -> dict:
+    schema = onnx.defs.get_schema(node.op_type, _default_opset(model))
+    try:
+        return onnx.shape_inference.infer_node_outputs(
+            schema, node, {n: types[n] for n in node.input if n in types},
+            {n: data[n] for n in node.input if n in data}, None, list(model.opset_import),
+            model.ir_version)
+    except Exception as exc:  # noqa: BLE001 - InferenceError, ValidationError, ValueError
+        lines = " ".join(ln.strip() for ln in str(exc).splitlines() if ln.strip())
+        raise OnnxImportError(f"import_model: node {node.name or node.output[0]!r} "
+                              f"({node.op_type}): ONNX shape inference rejects it (so would "
+                              f"ONNX Runtime): {lines[:1000]}") from None
+
+
+def _axis_in(name: str, index: int = 0, default: int = -1):
+    def guard(node, ranks, attrs, opset):
+        rank, axis = ranks[index] if len(ranks) > index else None, attrs.get(name, default)
+        if rank is not None and not -rank <= axis < rank:
+            return f"{name} {axis} is outside [-{rank}, {rank}) for an input of rank {rank}"
+        return None
+    return guard
+
+
+def _gather_nd(node, ranks, attrs, opset):
+    batch = attrs.get("batch_dims", 0)
+    known = [r for r in ranks[:2] if r is not None]
+    if batch < 0 or (known and batch >= min(known)):
+        return f"batch_dims {batch} must be >= 0 and below the ranks of data and indices"
+    return None
+
+
+def _split(node, ranks, attrs, opset):
+    count = attrs.get("num_outputs")
+    if count is not None and count != len(node.output):
+        return f"num_outputs {count} does not match its {len(node.output)} outputs"
+    return None
+
+
+def _window(node, ranks, attrs, opset):
+    """Convolution and pooling: the weight's rank equals the data's, and per-axis
+    attributes hold one value per spatial axis (pads two)."""
+    data = ranks[0] if ranks else None
+    if node.op_type in ("Conv", "ConvTranspose") and len(ranks) > 1 and \
+            None not in ranks[:2] and ranks[0] != ranks[1]:
+        return f"data of rank {ranks[0]} and weight of rank {ranks[1]} differ in rank"
+    if data is None:
+        return None
+    nd = data - 2
+    if nd < 1:
+        return f"data of rank {data}: (N, C, spatial...) is needed"
+    for name, want in (("kernel_shape", nd), ("strides", nd), ("dilations", nd),
+                       ("pads", 2 * nd), ("output_padding", nd)):
+        if name in attrs and len(attrs[name]) != want:
+            return f"{name} {list(attrs[name])} must hold {want} values for {nd} spatial axes"
+    return None
+
+
+def _gemm(node, ranks, attrs, opset):
+    if any(r is not None and r != 2 for r in ranks[:2]):
+        return f"A and B must be matrices, their ranks are {ranks[:2]}"
+    return None
+
+
+_GUARDS = {"GatherND": _gather_nd, "LayerNormalization": _axis_in("axis"),
+           "RMSNormalization": _axis_in("axis"), "Split": _split, "Gemm": _gemm,
+           **dict.fromkeys(("Conv", "ConvTranspose", "MaxPool", "AveragePool", "LpPool"),
+                           _window)}

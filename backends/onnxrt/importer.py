@@ -26,7 +26,8 @@ from graphexec.core.ir.errors import GraphexecError
 from graphexec.core.symbol.symbol import Group, Symbol, Variable
 
 from . import importers  # noqa: F401 - loads every op importer into IMPORTERS
-from .checks import MAX_RANK, check_model, read_model, sorted_model, tensor_value
+from .checks import (MAX_RANK, check_model, guard_inference, read_model, sorted_model,
+                     tensor_value)
 from .errors import ConstantInputRequired, OnnxImportError, StaticShapeRequired
 from .importing import IMPORTERS, node_error
 
@@ -221,6 +222,7 @@ def _infer(model, constants: dict, input_shapes: dict) -> tuple[dict, dict]:
     shape that an operator's inference rejects (an axis past the rank, an input of the
     wrong type, shapes that do not broadcast) fails the import."""
     model = _for_inference(model, constants, input_shapes)
+    guard_inference(model)
     try:
         model = onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True,
                                                   data_prop=True)

@@ -2,6 +2,8 @@
 Clip, Constant, Identity / Dropout (see :mod:`.importer`)."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from onnx import TensorProto, helper
 
@@ -134,10 +136,10 @@ def _mod(ctx, node):
     (both operands non-negative, where the two agree). graphexec's x mod 0 is 0; ONNX's
     float result is NaN, added as 0 / (1 - [b == 0])."""
     a, b = (ctx.sym(n) for n in node.input)
-    kind = getattr(ctx.dtype(node.input[0]), "kind", None)
-    if kind == "f" and not node_attrs(node).get("fmod", 0):
-        raise node_error(node, "fmod=0 on floating-point inputs: ONNX requires fmod=1 there")
-    if not node_attrs(node).get("fmod", 0):
+    fmod = node_attrs(node).get("fmod", 0)
+    if fmod not in (0, 1):
+        raise node_error(node, f"fmod={fmod}: 0 or 1 is expected")
+    if not fmod:
         res = op(ctx, node, "broadcast_mod", [a, b], suffix="mod")
     else:
         rem = op(ctx, node, "broadcast_mod", [op(ctx, node, "abs", [a], suffix="abs_a"),
@@ -236,8 +238,10 @@ def _clip(ctx, node):
     x = ctx.sym(node.input[0])
     lo, hi = _bound(ctx, node, 1, "min"), _bound(ctx, node, 2, "max")
     attrs = node_attrs(node)
-    if "min" in attrs and "max" in attrs and not lo <= hi:
-        raise node_error(node, f"attributes min={lo} and max={hi}: min must not exceed max")
+    if ("min" in attrs or "max" in attrs) and \
+            not attrs.get("min", -math.inf) <= attrs.get("max", math.inf):
+        raise node_error(node, f"attributes min={attrs.get('min')} and max={attrs.get('max')}: "
+                          "min must not exceed max (nor be NaN)")
     if isinstance(lo, float) and isinstance(hi, float):
         return [op(ctx, node, "clip", [x], a_min=lo, a_max=hi)]
     if lo is not None:

@@ -80,8 +80,9 @@ def _modes(node, attrs: dict, legacy: bool) -> tuple[str, str, str]:
     nearest = "floor" if legacy else attrs.get("nearest_mode", b"round_prefer_floor").decode()
     if mode not in ("nearest", "linear"):
         raise node_error(node, f"mode {mode!r}: only nearest and linear resizing are imported")
-    if coords == "tf_crop_and_resize" or attrs.get("antialias", 0):
-        raise node_error(node, "tf_crop_and_resize and antialias are not imported")
+    if coords in ("tf_crop_and_resize", "tf_half_pixel_for_nn") or attrs.get("antialias", 0):
+        raise node_error(node, f"{coords if not attrs.get('antialias', 0) else 'antialias'} "
+                          "is not imported")
     return mode, coords, nearest
 
 
