@@ -47,6 +47,12 @@ def _check_ranks(ctx, node) -> None:
     if None not in ranks[:2] and ranks[1] != ranks[0] - 1:
         raise node_error(node, f"target {node.input[1]!r} has rank {ranks[1]}; one less than "
                           f"the scores' rank {ranks[0]} is needed")
+    scores, target = (ctx.shape(n) for n in node.input[:2])
+    if scores is not None and target is not None and len(target) == len(scores) - 1 and any(
+            isinstance(a, int) and isinstance(b, int) and a != b
+            for a, b in zip(target, scores[:1] + tuple(scores[2:]))):
+        raise node_error(node, f"target shape {tuple(target)} does not match the scores' "
+                          f"(N, d1, ...) in {tuple(scores)}")
     if ranks[2] is not None and ranks[2] != 1:
         raise node_error(node, f"weight {node.input[2]!r} has rank {ranks[2]}; a (C,) vector "
                           "is needed")

@@ -2,8 +2,6 @@
 Clip, Constant, Identity / Dropout (see :mod:`.importer`)."""
 from __future__ import annotations
 
-import math
-
 import numpy as np
 from onnx import TensorProto, helper
 
@@ -206,6 +204,8 @@ def _cast_to(ctx, node, x, to: int):
     """Cast ``x`` to ONNX type ``to``; a saturating float8 cast clips to the type's largest
     finite value first (inf too), which is what saturation means."""
     dtype = _cast_dtype(node, to)
+    if node_attrs(node).get("saturate", 1) != 1 and to not in _SATURATING:
+        raise node_error(node, "saturate=0 is meaningful only for a cast to a float8 type")
     if to in _SATURATING and node_attrs(node).get("saturate", 1):
         big = float(_finfo_max(dtype))
         x = op(ctx, node, "clip", [x], a_min=-big, a_max=big, suffix="saturate")
@@ -237,9 +237,8 @@ def _clip(ctx, node):
     broadcast ``minimum(maximum(x, min), max)``, ONNX's result even when min > max."""
     x = ctx.sym(node.input[0])
     lo, hi = _bound(ctx, node, 1, "min"), _bound(ctx, node, 2, "max")
-    attrs = node_attrs(node)
-    if ("min" in attrs or "max" in attrs) and \
-            not attrs.get("min", -math.inf) <= attrs.get("max", math.inf):
+    attrs, big = node_attrs(node), float(np.finfo(np.float32).max)  # ONNX's defaults
+    if ("min" in attrs or "max" in attrs) and not attrs.get("min", -big) <= attrs.get("max", big):
         raise node_error(node, f"attributes min={attrs.get('min')} and max={attrs.get('max')}: "
                           "min must not exceed max (nor be NaN)")
     if isinstance(lo, float) and isinstance(hi, float):

@@ -48,8 +48,9 @@ def _concat(ctx, node):
 @importer("Transpose")
 def _transpose(ctx, node):
     perm, rank = node_attrs(node).get("perm"), ctx.rank(node.input[0])
-    if perm is not None and rank is not None and sorted(perm) != list(range(rank)):
-        raise node_error(node, f"perm {list(perm)} is not a permutation of the {rank} axes")
+    if perm is not None and sorted(perm) != list(range(len(perm) if rank is None else rank)):
+        raise node_error(node, f"perm {list(perm)} is not a permutation of the input's "
+                          f"{len(perm) if rank is None else rank} axes")
     extra = {} if perm is None else {"axes": tuple(ints(node, perm, "perm"))}
     return [op(ctx, node, "transpose", [ctx.sym(node.input[0])], **extra)]
 
