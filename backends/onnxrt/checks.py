@@ -268,13 +268,18 @@ def sorted_model(model: onnx.ModelProto) -> onnx.ModelProto:
     return copy
 
 
-def guard_inference(model: onnx.ModelProto) -> None:
+def guard_inference(model: onnx.ModelProto) -> bool:
     """Check, node by node and before ONNX's inference function of the node runs, the
     attributes that some ``onnx`` releases use to index their input shapes unchecked
     (GatherND's batch_dims, a normalisation axis, Split's num_outputs, convolution and
     pooling geometry): out-of-range values crash the process or corrupt memory there. Input
     ranks come from ONNX's own per-node inference, run in the file's order (which
-    :func:`sorted_model` made topological); its errors are the model's."""
+    :func:`sorted_model` made topological); its errors are the model's.
+
+    Returns whether ONNX's data propagation (``infer_shapes(data_prop=True)``) may run: it
+    allocates some 150 bytes per element of every 1-D value that Squeeze, Concat, Gather,
+    Slice, Cast, Size... read, whether or not the value is known, so one long vector would
+    take all memory; with a vector longer than :data:`DATA_PROP_LENGTH` it must not."""
     graph, opset = model.graph, _default_opset(model)
     types = {vi.name: vi.type for vi in graph.input}
     data = {}
@@ -294,9 +299,20 @@ def guard_inference(model: onnx.ModelProto) -> None:
         types.update(_node_types(node, types, data, model))
         if node.op_type == "Constant" and node.attribute and node.attribute[0].HasField("t"):
             data[node.output[0]] = node.attribute[0].t
+    return all(_length(t) <= DATA_PROP_LENGTH for t in types.values())
 
 
 _DATA_ELEMENTS = 1024
+#: the longest 1-D value with which ONNX's data propagation runs (see guard_inference)
+DATA_PROP_LENGTH = 1 << 16
+
+
+def _length(t) -> int:
+    """The length of a 1-D value (0 for any other rank or an unknown length)."""
+    if _rank(t) != 1:
+        return 0
+    dim = t.tensor_type.shape.dim[0]
+    return dim.dim_value if dim.HasField("dim_value") else 0
 
 
 def _default_opset(model) -> int:

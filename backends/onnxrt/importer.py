@@ -222,10 +222,10 @@ def _infer(model, constants: dict, input_shapes: dict) -> tuple[dict, dict]:
     shape that an operator's inference rejects (an axis past the rank, an input of the
     wrong type, shapes that do not broadcast) fails the import."""
     model = _for_inference(model, constants, input_shapes)
-    guard_inference(model)
+    propagate = guard_inference(model)
     try:
         model = onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True,
-                                                  data_prop=True)
+                                                  data_prop=propagate)
     except Exception as exc:  # noqa: BLE001 - InferenceError, ValidationError, ValueError
         lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
         raise OnnxImportError("import_model: ONNX shape inference rejects the model (so "
