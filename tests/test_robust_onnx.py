@@ -4,6 +4,8 @@ refuses does not import, every failure an OnnxImportError naming what is wrong."
 from __future__ import annotations
 
 import signal
+import subprocess
+import sys
 import tracemalloc
 from contextlib import contextmanager
 
@@ -210,3 +212,18 @@ def test_fuzzed_models_import_or_fail_clearly(r):
     refused = _ort_refuses(model)
     assert refused is None, f"imported a model ONNX Runtime refuses: {refused}"
     assert isinstance(sym, gx.sym.Symbol)
+
+
+def test_a_long_vector_does_not_exhaust_memory_in_onnx_inference(tmp_path):
+    """ONNX's data propagation takes ~150 bytes per element of a 1-D value Squeeze reads:
+    2**31 elements would take 300 GB. Run under a 3 GB address-space limit."""
+    model = _model([N("Squeeze", ["x"], ["y"])], {"x": [2 ** 31]}, opset=13)
+    onnx.save(model, str(tmp_path / "m.onnx"))
+    script = ("import resource, sys; resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))\n"
+              "import graphexec as gx\n"
+              f"sym, _, _ = gx.onnx.import_model({str(tmp_path / 'm.onnx')!r})\n"
+              "print(sym.infer_shape(x=(2 ** 31,))[1])\n")
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "[(2147483648,)]"
