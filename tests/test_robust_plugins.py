@@ -11,12 +11,15 @@ import sys
 import textwrap
 import types
 
+import numpy as np
 import pytest
 
 import graphexec as gx
 from graphexec.core import plugins
 from graphexec.core.hookspecs import hookimpl
 from graphexec.core.runtime.kernels import KernelRegistry
+from graphexec.core.subgraph import SubgraphBackend, SubgraphProperty, register_backend
+from graphexec.core.subgraph.api import _BACKENDS, OpNameSelector
 
 
 def _module(name, **hooks):
@@ -189,3 +192,57 @@ def test_first_calls_from_many_threads_with_broken_plugins_installed(tmp_path):
     assert "plugin 'gx_argparse_at_import' failed in import/register: SystemExit: 2" in errors
     assert ("plugin 'gx_exit_in_hook' failed in graphexec_register_ops: SystemExit: "
             "hook says bye") in errors
+
+
+# -- a plugin backend's own code at bind and run time ---------------------------------------------
+class _ExitingRunner(SubgraphProperty):
+    name = "exiting_runner"
+    default_attrs = {"op_names": frozenset({"exp"})}
+
+    def create_runner(self, region):
+        def run():
+            sys.exit(4)
+        return run
+
+
+class _ExitingSelector(SubgraphProperty):
+    name = "exiting_selector"
+
+    def create_selector(self):
+        class Selector(OpNameSelector):
+            def select(self, node):
+                raise SystemExit("selector gave up")
+        return Selector({"exp"})
+
+
+@pytest.fixture
+def plugin_backend(subgraph_clean):
+    made = []
+
+    def register(prop):
+        register_backend(prop.name, lambda: SubgraphBackend(prop.name, [prop]))
+        made.append(prop.name)
+    yield register
+    for name in made:
+        _BACKENDS.pop(name, None)
+
+
+def test_a_runner_raising_system_exit_falls_back(plugin_backend):
+    plugin_backend(_ExitingRunner())
+    x = gx.sym.Variable("x")
+    exe = (gx.sym.exp(x) + 1).bind(gx.cpu(), {"x": np.zeros(3, "f4")}, grad_req="null",
+                                  backend="exiting_runner")
+    with pytest.warns(RuntimeWarning, match="running it failed: SystemExit: 4"):
+        out = exe.forward()[0]
+    assert out.tolist() == [2.0, 2.0, 2.0]
+
+
+def test_a_selector_raising_system_exit_skips_its_backend(plugin_backend):
+    plugin_backend(_ExitingSelector())
+    x = gx.sym.Variable("x")
+    with pytest.warns(RuntimeWarning, match="exiting_selector/exiting_selector: partitioning "
+                                            "failed: SystemExit: selector gave up"):
+        exe = (gx.sym.exp(x) + 1).bind(gx.cpu(), {"x": np.zeros(3, "f4")}, grad_req="null",
+                                      backend="exiting_selector")
+    assert exe.forward()[0].tolist() == [2.0, 2.0, 2.0]
+    assert any("partitioning failed" in s for s in exe.partition_plan.skipped)

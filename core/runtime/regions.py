@@ -67,9 +67,9 @@ def region_kernel(call: Any) -> Callable[[], None]:
         options = json.loads(attrs.get("__options__", "{}"))
         prop.set_options(**{k: v for k, v in options.items() if k in prop.attrs})
         run = prop.create_runner(region)
-    except PlacementError:
+    except (PlacementError, KeyboardInterrupt):
         raise
-    except Exception as exc:  # noqa: BLE001 - any backend failure falls back, reported
+    except BaseException as exc:  # noqa: BLE001 - any backend failure (SystemExit too) falls back
         return _fallback(region, backend, f"creating its runner failed: {type(exc).__name__}: "
                                           f"{exc}")
     state = call.state
@@ -82,9 +82,9 @@ def region_kernel(call: Any) -> Callable[[], None]:
             return
         try:
             run()
-        except PlacementError:
+        except (PlacementError, KeyboardInterrupt):
             raise
-        except Exception as exc:  # noqa: BLE001
+        except BaseException as exc:  # noqa: BLE001 - a plugin's runner never ends the program
             fallback = _fallback(region, backend, f"running it failed: {type(exc).__name__}: "
                                                   f"{exc}")
             fallback()

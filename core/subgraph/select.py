@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import warnings
 from typing import Any, Sequence
 
 from ..ir.arguments import as_mapping
@@ -183,13 +184,30 @@ def apply_backends(sym: Symbol, names: list[str], ctx: Any, need_grad: bool,
                 prop.shapes = node_shapes(sym, input_shapes or {}, input_dtypes or {})
             if restrict is not None:
                 prop = OnlyNodesProperty(prop, restrict.get(name, set()))
-            sym = partition_symbol(sym, prop, name, index, plan, opts)
+            sym = _partition_or_skip(sym, prop, name, index, plan, opts)
             if verbose > 1:
                 for region in plan.regions:
                     if region.backend == name and region.property == prop.name:
                         log.info("%s region %d (%s): %d nodes %s", name, region.id, region.node,
                                  len(region.members), region.members)
     return sym, plan
+
+
+def _partition_or_skip(sym: Symbol, prop: SubgraphProperty, name: str, index: int,
+                       plan: PartitionPlan, opts: dict) -> Symbol:
+    """``partition_symbol`` for one property; a property whose own code fails (a plugin's
+    selector or node factory raising anything but a GraphexecError, SystemExit included) is
+    skipped with a warning naming it, and the graph stays as it was."""
+    try:
+        return partition_symbol(sym, prop, name, index, plan, opts)
+    except (GraphexecError, KeyboardInterrupt):
+        raise
+    except BaseException as exc:  # noqa: BLE001 - a plugin never ends the bind or the program
+        why = f"{name}/{prop.name}: partitioning failed: {type(exc).__name__}: {exc}"
+        plan.skipped.append(why)
+        warnings.warn(f"subgraph {why}; the graph runs without its regions", RuntimeWarning,
+                      stacklevel=4)
+        return sym
 
 
 class OnlyNodesProperty(SubgraphProperty):
