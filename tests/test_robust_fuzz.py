@@ -78,10 +78,34 @@ def _paths(value, prefix=()):
         yield from _paths(inner, prefix + (key,))
 
 
+ATTR_TEXT = ODD_TEXT | st.sampled_from(["(3, 3)", "(1, 1)", "(0, 0)", "(2, 2, 2)", "relu",
+                                        "tanh", "0", "1", "4", "-3", "true", "(1,)"])
+
+
+def _retouch(draw, doc) -> bool:
+    """A gentle mutation: one attribute value, or one input rewired to any node (forward
+    references and cycles included); False when the document has no such place."""
+    nodes = doc.get("nodes") if isinstance(doc, dict) else None
+    nodes = [n for n in nodes if isinstance(n, dict)] if isinstance(nodes, list) else []
+    if not nodes:
+        return False
+    node = nodes[draw(st.integers(0, len(nodes) - 1))]
+    attrs, inputs = node.get("attrs"), node.get("inputs")
+    if isinstance(attrs, dict) and attrs and draw(st.booleans()):
+        attrs[draw(st.sampled_from(sorted(attrs)))] = draw(ATTR_TEXT)
+    elif isinstance(inputs, list) and inputs and isinstance(inputs[0], list) and inputs[0]:
+        inputs[0][0] = draw(st.integers(-1, len(nodes) + 1))
+    else:
+        return False
+    return True
+
+
 @st.composite
 def mutated_documents(draw):
     doc = json.loads(json.dumps(BASE))
     for _ in range(draw(st.integers(1, 3))):
+        if draw(st.booleans()) and _retouch(draw, doc):
+            continue
         paths = list(_paths(doc))[1:]
         path, _ = paths[draw(st.integers(0, len(paths) - 1))]
         parent = doc
@@ -222,11 +246,21 @@ def executor():
     return sym, exe
 
 
+def _declared_bytes(value) -> int:
+    """What a shape given as ``value`` may make a bind allocate: its arrays (data, gradient,
+    the weight of a 3-unit layer over it, outputs) as float64, generously."""
+    if not isinstance(value, (tuple, list)) or not all(
+            isinstance(d, (int, np.integer)) and not isinstance(d, bool) for d in value):
+        return 0
+    return 64 * int(np.prod([abs(int(d)) for d in value], dtype=object)) * 8
+
+
 @FUZZ
 @given(call=st.sampled_from(sorted(CALLS)), value=ODD)
 def test_fuzzed_api_arguments(executor, call, value):
     sym, exe = executor
-    with bounded(), allocating_at_most(2 ** 26), warnings.catch_warnings():
+    with bounded(), allocating_at_most(2 ** 26 + _declared_bytes(value)), \
+            warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
             exe.forward(is_train=True)
