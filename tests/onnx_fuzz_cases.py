@@ -27,6 +27,12 @@ STRINGS = {"mode": ["constant", "reflect", "edge", "nearest", "linear", "cubic",
            "keep_aspect_ratio_policy": ["stretch", "not_larger", "not_smaller"]}
 
 
+#: second nodes: ops that read a computed value as a shape, axes, indices or a tensor
+CONSUMERS = ["Reshape", "Expand", "Tile", "ConstantOfShape", "Range", "Slice", "Gather",
+             "Unsqueeze", "Squeeze", "Concat", "Add", "Cast", "Shape", "Size", "Resize", "Pad",
+             "Transpose", "Flatten", "MatMul", "Where", "ReduceSum", "OneHot"]
+
+
 class CaseMaker:
     """Draws one model from ``r`` (a ``random.Random``, e.g. hypothesis' ``st.randoms()``)."""
 
@@ -98,6 +104,24 @@ class CaseMaker:
                                                            [r.randint(0, 3)], r.random() < 0.2))
         return None
 
+    def consumer(self, opset: int, values: list[str]) -> onnx.NodeProto:
+        """A node reading ``o0`` (and other values) where a shape, axes or a tensor goes."""
+        r = self.r
+        op_type = r.choice(CONSUMERS)
+        try:
+            schema = defs.get_schema(op_type, max(opset, 1))
+        except defs.SchemaError:
+            schema = defs.get_schema(op_type)
+        ins = [r.choice(values) for _ in range(max(schema.min_input, 1))]
+        ins[r.randrange(len(ins))] = "o0"
+        node = helper.make_node(op_type, ins, ["z0"])
+        for name, attr in schema.attributes.items():
+            if attr.required or r.random() < 0.3:
+                made = self.attribute(name, attr.type)
+                if made is not None:
+                    node.attribute.append(made)
+        return node
+
     def model(self) -> onnx.ModelProto:
         r = self.r
         op_type = r.choice(self.op_types)
@@ -131,9 +155,12 @@ class CaseMaker:
             node.attribute.append(helper.make_attribute("bogus", 1))
         outs = max(schema.min_output, 1) + (schema.max_output > 1 and r.random() < 0.2)
         node.output.extend(f"o{k}" for k in range(outs))
-        graph = helper.make_graph([node], "g", inputs,
+        nodes = [node]
+        if r.random() < 0.3:  # a consumer of the first output: values computed at import
+            nodes.append(self.consumer(opset, [n for n in names if n] + ["o0"]))
+        graph = helper.make_graph(nodes, "g", inputs,
                                   [helper.make_tensor_value_info(o, T.FLOAT, None)
-                                   for o in node.output], initializer=inits)
+                                   for o in nodes[-1].output], initializer=inits)
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
         model.ir_version = r.choice([7, 8, 8, 9, 10]) if r.random() > 0.02 else r.choice([0, 99])
         return model

@@ -42,6 +42,19 @@ def normalize(node, axes: list[int], rank: int | None, what: str = "axis") -> li
             raise node_error(node, f"negative axes {axes} need the input's rank, which shape "
                               "inference did not give")
         axes = [a % rank for a in axes]
+    if len(set(axes)) != len(axes):
+        raise node_error(node, f"{what} {axes} name an axis more than once")
+    return axes
+
+
+def checked_axes(node, axes: list[int], rank: int | None) -> list[int]:
+    """``axes`` made non-negative when the rank is known, else as they are (negative ones
+    then count from the end at bind); in range and distinct either way."""
+    if rank is not None:
+        return normalize(node, axes, rank, "axes")
+    normalize(node, [a for a in axes if a >= 0], None, "axes")
+    if len(set(axes)) != len(axes) or not all(-MAX_RANK <= a for a in axes):
+        raise node_error(node, f"axes {axes} must be distinct axes of the input")
     return axes
 
 

@@ -3,7 +3,7 @@ log-sum, log-sum-exp), ArgMax / ArgMin, OneHot (see :mod:`.importer`)."""
 from __future__ import annotations
 
 from ..importing import importer, node_attrs, node_error, op
-from .common import axes_of, normalize
+from .common import axes_of, checked_axes, normalize
 
 _REDUCE = {"ReduceSum": "sum", "ReduceMean": "mean", "ReduceMax": "max", "ReduceMin": "min",
            "ReduceProd": "prod", "ReduceSumSquare": "sum", "ReduceLogSum": "sum",
@@ -21,6 +21,8 @@ def _reduce(ctx, node):
     x = ctx.sym(node.input[0])
     if not axes and attrs.get("noop_with_empty_axes", 0):
         return [x]
+    if axes:
+        axes = checked_axes(node, axes, ctx.rank(node.input[0]))
     extra = {"keepdims": bool(attrs.get("keepdims", 1))}
     if axes:
         extra["axis"] = tuple(axes)

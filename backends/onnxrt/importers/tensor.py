@@ -9,7 +9,8 @@ import numpy as np
 
 from ..checks import MAX_RANK
 from ..importing import importer, node_attrs, node_error, op
-from .common import axes_of, ints, merge_trailing, normalize, split_trailing, trailing_dims
+from .common import (axes_of, checked_axes, ints, merge_trailing, normalize, split_trailing,
+                     trailing_dims)
 
 
 @importer("Reshape")
@@ -149,6 +150,8 @@ def _unsqueeze(ctx, node):
 @importer("Squeeze")
 def _squeeze(ctx, node):
     axes = axes_of(ctx, node)
+    if axes:
+        axes = checked_axes(node, axes, ctx.rank(node.input[0]))
     extra = {} if not axes else {"axis": tuple(axes)}
     return [op(ctx, node, "squeeze", [ctx.sym(node.input[0])], **extra)]
 
