@@ -227,3 +227,21 @@ def test_a_long_vector_does_not_exhaust_memory_in_onnx_inference(tmp_path):
                           timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip() == "[(2147483648,)]"
+
+
+@pytest.mark.parametrize("model, match", [(None, "expected an onnx.ModelProto or a path"),
+                                          ("missing.onnx", "cannot read 'missing.onnx'"),
+                                          ("a\x00b.onnx", "embedded null byte")])
+def test_prepare_takes_models_and_paths_only(model, match):
+    with pytest.raises(OnnxImportError, match=match):
+        gx.onnx.prepare(model)
+
+
+@pytest.mark.parametrize("inputs, match", [(None, "dtype object"), ({"x": "a"}, "dtype <U1"),
+                                           ([np.zeros((2, 3), "c8")], "dtype complex64"),
+                                           ({"nope": np.zeros(3)}, "not graph inputs")])
+def test_backend_run_inputs(inputs, match):
+    rep = gx.onnx.prepare(_model([N("Relu", ["x"], ["y"])], {"x": [2, 3]}))
+    with pytest.raises(OnnxImportError, match=match):
+        rep.run(inputs)
+    assert rep.run([np.full((2, 3), -1, "f4")])[0].tolist() == [[0.0] * 3] * 2

@@ -25,6 +25,8 @@ import onnx
 from google.protobuf.message import DecodeError
 from onnx import TensorProto, helper, numpy_helper
 
+from graphexec.core.ir.arguments import special_file
+
 from .errors import OnnxImportError
 
 __all__ = ["read_model", "check_model", "sorted_model", "guard_inference", "tensor_value",
@@ -61,13 +63,14 @@ def read_model(path_or_model) -> onnx.ModelProto:
         raise OnnxImportError("import_model: expected an onnx.ModelProto or a path, got "
                               f"{type(path_or_model).__name__}")
     path = os.fsdecode(path_or_model)
-    if os.path.exists(path) and not os.path.isdir(path) and not os.path.isfile(path):
+    if special_file(path):
         raise OnnxImportError(f"import_model: {path!r} is not a regular file")
     try:
         with open(path, "rb") as f:
             data = f.read()
-    except OSError as exc:
-        raise OnnxImportError(f"import_model: cannot read {path!r}: {exc.strerror}") from None
+    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the name
+        raise OnnxImportError(f"import_model: cannot read {path!r}: "
+                              f"{getattr(exc, 'strerror', None) or exc}") from None
     if not data:
         raise OnnxImportError(f"import_model: {path!r} is empty, not an ONNX model")
     model = onnx.ModelProto()

@@ -4,13 +4,14 @@ numpy or Python traceback from deep inside."""
 from __future__ import annotations
 
 import numbers
+import os
 from typing import Any, Mapping
 
 import numpy as np
 
 from .errors import ArgumentShapeError, ArgumentTypeError
 
-__all__ = ["as_shape", "as_dtype", "as_mapping", "as_array", "DTYPE_NAMES"]
+__all__ = ["as_shape", "as_dtype", "as_mapping", "as_array", "special_file", "DTYPE_NAMES"]
 
 #: the dtypes MXNet 1.x computes with (numpy names; bfloat16 has no numpy equivalent)
 DTYPE_NAMES = frozenset({"float32", "float64", "float16", "uint8", "int32", "int8", "int64",
@@ -69,3 +70,9 @@ def as_array(value: Any, what: str) -> Any:
         raise ArgumentTypeError(f"{what} has dtype {value.dtype}, which graphexec does not "
                                 f"compute with; expected one of {', '.join(sorted(DTYPE_NAMES))}")
     return value
+
+
+def special_file(path: Any) -> bool:
+    """Whether ``path`` exists but is neither a folder nor a regular file: a FIFO or a
+    device, which a loader must not open (reading could block, or never end)."""
+    return os.path.exists(path) and not os.path.isdir(path) and not os.path.isfile(path)

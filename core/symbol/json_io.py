@@ -6,6 +6,7 @@ import json
 import os
 from typing import Any
 
+from ..ir.arguments import special_file
 from ..ir.errors import ArgumentTypeError, GraphexecError, JSONFormatError
 from ..ir.graph import Entry, Node
 from ..ops.registry import get_op
@@ -28,13 +29,14 @@ def load(fname: str) -> Symbol:
     if not isinstance(fname, (str, bytes, os.PathLike)):
         raise ArgumentTypeError(f"load: expected a file name (str or path), got "
                                 f"{type(fname).__name__}")
-    if os.path.exists(fname) and not os.path.isdir(fname) and not os.path.isfile(fname):
+    if special_file(fname):
         raise JSONFormatError(f"cannot read symbol file {fname!r}: not a regular file")
     try:
         with open(fname, "rb") as f:
             raw = f.read()
-    except OSError as exc:
-        raise JSONFormatError(f"cannot read symbol file {fname!r}: {exc.strerror}") from None
+    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the name
+        raise JSONFormatError(f"cannot read symbol file {fname!r}: "
+                              f"{getattr(exc, 'strerror', None) or exc}") from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
