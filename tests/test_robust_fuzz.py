@@ -59,14 +59,23 @@ def allocating_at_most(limit: int):
 
 # -- symbol JSON --------------------------------------------------------------------------------
 def _net() -> gx.sym.Symbol:
-    data = gx.sym.Variable("data")
+    data = gx.sym.Variable("data", shape=(2, 3, 4, 4), dtype="float32", lr_mult=1.0)
     conv = gx.sym.Convolution(data, kernel=(3, 3), num_filter=4, pad=(1, 1), name="conv")
     bn = gx.sym.BatchNorm(conv, name="bn")
     fc = gx.sym.FullyConnected(gx.sym.Activation(bn, act_type="relu"), num_hidden=3, name="fc")
     return gx.sym.SoftmaxOutput(fc * 2 + 1, name="softmax")
 
 
-BASE = json.loads(_net().tojson())
+def _bases() -> list:
+    """The network's JSON, and the same partitioned (a region node with its subgraph)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        parted = _net().optimize_for("default", op_names={"Activation", "_mul_scalar",
+                                                          "_plus_scalar", "FullyConnected"})
+    return [json.loads(_net().tojson()), json.loads(parted.tojson())]
+
+
+BASES = _bases()
 
 
 def _paths(value, prefix=()):
@@ -102,7 +111,7 @@ def _retouch(draw, doc) -> bool:
 
 @st.composite
 def mutated_documents(draw):
-    doc = json.loads(json.dumps(BASE))
+    doc = json.loads(json.dumps(BASES[draw(st.integers(0, len(BASES) - 1))]))
     for _ in range(draw(st.integers(1, 3))):
         if draw(st.booleans()) and _retouch(draw, doc):
             continue

@@ -10,7 +10,8 @@ import numpy as np
 
 from ..ir.arguments import as_dtype, as_shape
 from ..ir.attrs import Shape
-from ..ir.errors import BindError, ShapeInferenceError, TypeInferenceError, UnknownArgumentError
+from ..ir.errors import (AttributeParseError, BindError, ShapeInferenceError, TypeInferenceError,
+                         UnknownArgumentError)
 from ..ir.graph import Graph, IndexedGraph
 from ..ops.common import known
 from ..symbol.symbol import DTYPE_FLAGS, Symbol, symbol_method
@@ -53,10 +54,18 @@ def shape_seeds(ig: IndexedGraph, given: dict[int, Any], unknown_zero: bool) -> 
             continue
         hint = ig.nodes[nid].attrs.get("__shape__")
         if hint:
-            s = Shape().parse(hint)
+            s = _shape_hint(ig.nodes[nid].name, hint)
             if s:
                 seeds[nid] = tuple(-1 if (d is None or d <= 0) else d for d in s)
     return seeds
+
+
+def _shape_hint(name: str, hint: str) -> tuple:
+    try:
+        return Shape().parse(hint)
+    except ValueError as exc:
+        raise AttributeParseError(f"variable {name!r}: attribute __shape__={hint!r} is not a "
+                                  f"shape such as (2, 3): {exc}") from None
 
 
 def dtype_seeds(ig: IndexedGraph, given: dict[int, Any]) -> dict[int, np.dtype]:
