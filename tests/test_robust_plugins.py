@@ -82,8 +82,8 @@ def test_system_exit_at_import_is_reported_and_others_load(monkeypatch):
             argparse.ArgumentParser(prog="gx_t_exits").parse_args(["--no-such-flag"])
     monkeypatch.setattr(sys, "meta_path", [ExitingFinder(), *sys.meta_path])
     monkeypatch.setattr(sys, "stderr", open(os.devnull, "w"))  # argparse prints its usage
-    pm = _manager(monkeypatch, {"gx_t_exits": None,
-                                "gx_t_good": _module("gx_t_good", graphexec_register_kernels=_good)})
+    good = _module("gx_t_good", graphexec_register_kernels=_good)
+    pm = _manager(monkeypatch, {"gx_t_exits": None, "gx_t_good": good})
     with pytest.warns(RuntimeWarning, match="plugin 'gx_t_exits' failed in import/register: "
                                             "SystemExit: 2"):
         pm.load()

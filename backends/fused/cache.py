@@ -15,8 +15,9 @@ kernel. The folder is therefore used only when it is private: owned by the user,
 by group or others, and inside folders nobody else can rename or replace (each ancestor owned
 by the user or root, and not writable by others unless sticky, as ``/tmp`` is). Folders are
 created with mode 0700 and checked every time a new kernel is loaded; a folder that fails the
-check (``NUMBA_CACHE_DIR`` too) is refused with a warning and kernels are compiled in memory (not cached). A cache file
-numba cannot load (truncated, corrupt) is deleted and compiled again, with a warning.
+check (``NUMBA_CACHE_DIR`` too) is refused with a warning and kernels are compiled in memory
+(not cached). A cache file numba cannot load (truncated, corrupt) is deleted and compiled
+again, with a warning.
 """
 from __future__ import annotations
 
