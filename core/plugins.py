@@ -64,7 +64,9 @@ class Plugins:
             return
         try:
             self.pm.register(loader(), name=name)
-        except Exception as exc:  # noqa: BLE001 - any plugin failure is reported, not raised
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # noqa: BLE001 - SystemExit too (argparse at import)
             self._fail(name, "import/register", exc)
 
     def _fail(self, name: str, hook: str, exc: BaseException) -> None:
@@ -74,12 +76,15 @@ class Plugins:
 
     # -- calling hooks -------------------------------------------------------------------
     def call_each(self, hook_name: str, **kwargs: Any) -> None:
-        """Call ``hook_name`` on every plugin separately, reporting failures by plugin."""
+        """Call ``hook_name`` on every plugin separately, reporting failures by plugin: any
+        exception, ``SystemExit`` included (only ``KeyboardInterrupt`` goes through)."""
         hook = getattr(self.pm.hook, hook_name)
         for impl in reversed(hook.get_hookimpls()):
             try:
                 impl.function(**{k: kwargs[k] for k in impl.argnames})
-            except Exception as exc:  # noqa: BLE001
+            except KeyboardInterrupt:
+                raise
+            except BaseException as exc:  # noqa: BLE001 - a plugin never ends the host program
                 self._fail(impl.plugin_name, hook_name, exc)
 
     def register_kernels(self, registry: Any) -> None:

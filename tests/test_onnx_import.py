@@ -280,11 +280,14 @@ def test_unsupported_ops_are_all_listed():
 
 @pytest.mark.parametrize("node, inits, match", [
     (N("MaxPool", ["a"], ["o"], kernel_shape=[2, 2], dilations=[2, 2]), {}, "dilations"),
-    (N("Reshape", ["a", "a"], ["o"]), {}, "must be a constant"),
+    ([N("ReduceMax", ["a"], ["m"], axes=[0, 1, 2], keepdims=0),
+      N("Cast", ["m"], ["s"], to=onnx.TensorProto.INT64),
+      N("Reshape", ["a", "s"], ["o"])], {}, "must be a constant"),
     (N("Pad", ["a", "p"], ["o"], mode="wrap"), {"p": np.array([0, 0, 1, 1, 0, 0, 1, 1])},
      "mode 'wrap'"),
     (N("Reshape", ["a", "s"], ["o"], allowzero=1), {"s": np.array([0, 18])}, "allowzero"),
 ])
 def test_attribute_errors_name_the_node(node, inits, match):
+    nodes = node if isinstance(node, list) else [node]
     with pytest.raises(OnnxImportError, match=match):
-        import_model(make_model([node], {"a": (1, 2, 3, 3)}, ["o"], inits))
+        import_model(make_model(nodes, {"a": (1, 2, 3, 3)}, ["o"], inits))

@@ -21,7 +21,7 @@ import numpy as np
 from graphexec.core.ir.errors import GraphexecError
 from graphexec.core.passes.inference import dtype_seeds, run_inference, shape_seeds
 
-from .cache import source_key
+from .cache import CACHE_OPTION, source_key
 from .cost import FUSED_NS, NS_PER_BYTE
 from .ops import FORWARD
 from .ops_grad import BACKWARD
@@ -42,7 +42,7 @@ ROWS = {"where": 0, "_backward_where": 1}
 UNREAD = {"_identity_with_attr_like_rhs": (1,), "zeros_like": (0,), "ones_like": (0,)}
 _FORMAT = 1
 _VMATH = hashlib.sha256((Path(__file__).parent / "vmath.py").read_bytes()).hexdigest()[:12]
-_OPTIONS = "cache=True, error_model='numpy', fastmath={'contract'}, nogil=True"
+_OPTIONS = CACHE_OPTION + ", error_model='numpy', fastmath={'contract'}, nogil=True"
 
 
 class FusedCodegenError(GraphexecError, ValueError):

@@ -20,7 +20,7 @@ import numpy as np
 from graphexec.core.subgraph import RegionCall
 from graphexec.core.subgraph.select import verbosity
 
-from .cache import load_module
+from .cache import compile_cached, load_module
 from .codegen import Kernel, Operand, generate
 from .cost import runs_parallel
 
@@ -55,7 +55,7 @@ def kernel_runner(kernel: Kernel, region: RegionCall,
              _operand_view(op, kernel, region, before, after) for op in kernel.operands]
     sizes = [math.prod(kernel.domain[d] for d in g) for g in kernel.groups]
     args = tuple(sizes + views)
-    fn.compile(tuple(numba.typeof(a) for a in args))
+    compile_cached(fn, tuple(numba.typeof(a) for a in args), module)
     region.state.update(source=kernel.source, kernel=kernel.key, parallel=parallel,
                         compile_s=time.perf_counter() - t0)
     if verbosity() > 1:

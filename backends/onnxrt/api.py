@@ -29,9 +29,5 @@ def prepare(model: Any, device: str = "CPU", **kwargs: Any):
     """An ONNX backend representation running ``model`` (a ModelProto or a path) on
     graphexec's native executor: ``prepare(model).run([x])`` returns the graph outputs. See
     :mod:`graphexec.backends.onnxrt.backend`."""
-    import onnx
-
     from .backend import GraphexecBackend
-    if not isinstance(model, onnx.ModelProto):
-        model = onnx.load(str(model))
     return GraphexecBackend.prepare(model, device, **kwargs)

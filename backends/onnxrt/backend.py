@@ -26,6 +26,7 @@ from onnx.backend.base import Backend, BackendRep, Device, DeviceType, namedtupl
 from graphexec.core.ir.context import Context
 from graphexec.core.ir.errors import ContextError
 
+from .checks import read_model
 from .errors import ConstantInputRequired, OnnxImportError, StaticShapeRequired
 from .importer import import_model
 
@@ -87,13 +88,26 @@ class GraphexecRep(BackendRep):
             if unknown:
                 raise OnnxImportError(f"run: inputs {unknown} are not graph inputs of the "
                                       f"model; it takes {self.input_names}")
-            return {n: _array(a) for n, a in inputs.items()}
+            return {n: self._array(n, a) for n, a in inputs.items()}
         if isinstance(inputs, np.ndarray) or not isinstance(inputs, Sequence):
             inputs = [inputs]
         if len(inputs) > len(self.input_names):
             raise OnnxImportError(f"run: got {len(inputs)} inputs; the model takes "
                                   f"{len(self.input_names)} ({self.input_names})")
-        return {n: _array(a) for n, a in zip(self.input_names, inputs)}
+        return {n: self._array(n, a) for n, a in zip(self.input_names, inputs)}
+
+    @staticmethod
+    def _array(name: str, value: Any) -> np.ndarray:
+        """Input ``name`` as a numeric array (ml_dtypes' bfloat16 and float8 included)."""
+        try:
+            arr = numpy_helper.to_array(value) if isinstance(value, onnx.TensorProto) else \
+                np.asarray(value)
+        except Exception as exc:  # noqa: BLE001 - numpy and onnx raise several types
+            raise OnnxImportError(f"run: input {name!r} is not an array ({exc})") from None
+        if arr.dtype.kind in "OSUcmM":
+            raise OnnxImportError(f"run: input {name!r} has dtype {arr.dtype}; graphexec "
+                                  f"computes with numbers (bool, integers, floats)")
+        return arr
 
     def _bind(self, feed: dict[str, np.ndarray]) -> None:
         sym, arg_params, aux_params = self._import(feed)
@@ -118,12 +132,6 @@ class GraphexecRep(BackendRep):
         return namedtupledict("Outputs", self.output_names)(*values)
 
 
-def _array(value: Any) -> np.ndarray:
-    if isinstance(value, onnx.TensorProto):
-        return numpy_helper.to_array(value)
-    return np.asarray(value)
-
-
 def _declared_rank(vi) -> int | None:
     t = vi.type.tensor_type
     return len(t.shape.dim) if t.HasField("shape") else None
@@ -142,10 +150,10 @@ class GraphexecBackend(Backend):
 
     @classmethod
     def prepare(cls, model: onnx.ModelProto, device: str = "CPU", **kwargs: Any) -> GraphexecRep:
-        """Check ``model`` and import it; raises :class:`OnnxImportError` naming every node
-        graphexec cannot run."""
-        super().prepare(model, device, **kwargs)
-        return GraphexecRep(model, _context(device))
+        """Check ``model`` (a ModelProto or a file path) and import it; raises
+        :class:`OnnxImportError` naming what is wrong, or every node graphexec cannot run.
+        (``import_model``'s checks replace ``onnx.checker``, which the base class runs.)"""
+        return GraphexecRep(read_model(model), _context(device))
 
     @classmethod
     def supports_device(cls, device: str) -> bool:

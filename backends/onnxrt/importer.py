@@ -13,22 +13,31 @@ data variables. ``IMPORTERS`` maps an ONNX op type to its function ``(ctx, node)
 """
 from __future__ import annotations
 
+import math
 import re
-from pathlib import Path
 
 import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
+from graphexec.core.ir.arguments import as_shape
 from graphexec.core.ir.context import cpu
 from graphexec.core.ir.errors import GraphexecError
 from graphexec.core.symbol.symbol import Group, Symbol, Variable
 
 from . import importers  # noqa: F401 - loads every op importer into IMPORTERS
+from .checks import (MAX_RANK, check_model, guard_inference, read_model, sorted_model,
+                     tensor_value)
 from .errors import ConstantInputRequired, OnnxImportError, StaticShapeRequired
 from .importing import IMPORTERS, node_error
 
-__all__ = ["import_model", "IMPORTERS", "ConstantInputRequired", "StaticShapeRequired"]
+__all__ = ["import_model", "IMPORTERS", "ConstantInputRequired", "StaticShapeRequired",
+           "MAX_COMPUTED_BYTES"]
+
+#: bytes of constants an import may compute itself (ConstantOfShape, Range, folded values,
+#: Resize indices, ...) beyond the tensors the file holds; more is refused
+MAX_COMPUTED_BYTES = 1 << 27
+
 
 class _Ctx:
     """Value tables of one import: symbols, constants, params, shapes, dtypes, node names."""
@@ -37,8 +46,12 @@ class _Ctx:
         graph = model.graph
         self.opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")),
                           1)
-        self.consts = {t.name: numpy_helper.to_array(t) for t in graph.initializer}
-        self.consts.update((k, np.asarray(v)) for k, v in constants.items())
+        if len(graph.sparse_initializer):
+            raise OnnxImportError("import_model: sparse initializers are not imported "
+                                  f"({graph.sparse_initializer[0].values.name!r})")
+        self.consts = {t.name: tensor_value(t, "initializer") for t in graph.initializer}
+        self.consts.update((k, _constant_value(k, v)) for k, v in constants.items())
+        self.budget = MAX_COMPUTED_BYTES
         self.graph_inputs = {vi.name for vi in graph.input} - set(self.consts)
         self.values: dict[str, Symbol] = {}
         self.arg_params: dict[str, np.ndarray] = {}
@@ -67,6 +80,15 @@ class _Ctx:
             self.arg_params[name] = self.consts[name]
         return self.values[name]
 
+    def spend(self, node, nbytes: int, what: str) -> None:
+        """Account for ``nbytes`` of a constant the import computes (``what``); an error
+        naming the node when the import would exceed :data:`MAX_COMPUTED_BYTES`."""
+        if nbytes > self.budget:
+            raise node_error(node, f"{what} would take {nbytes} bytes, computed at import; "
+                             f"an import computes at most {MAX_COMPUTED_BYTES} bytes of "
+                             f"constants ({self.budget} left)")
+        self.budget -= nbytes
+
     def const(self, node, index: int, what: str) -> np.ndarray | None:
         """The constant value of input ``index`` (None when absent). A value computed from
         constants only (``Shape`` of a static tensor, arithmetic on initializers) is
@@ -90,6 +112,10 @@ class _Ctx:
         if sym is None or sym.list_auxiliary_states() or not set(args) <= set(self.arg_params):
             raise node_error(node, f"its {what} input {name!r} must be a constant "
                               "(an initializer or a Constant node)")
+        shapes = {a: self.arg_params[a].shape for a in args}
+        _, inner, _ = sym.get_internals().infer_shape(**shapes)
+        self.spend(node, 8 * sum(math.prod(s) for s in inner or ()),
+                   f"computing its {what} input {name!r}")
         exe = sym.bind(cpu(), {a: np.array(self.arg_params[a]) for a in args},
                        grad_req="null")
         return np.array(exe.forward(is_train=False)[0])
@@ -103,7 +129,11 @@ class _Ctx:
         inferred = self.shapes.get(name)
         if inferred is not None and all(isinstance(d, int) for d in inferred):
             return inferred
-        return self._graphexec_shape(name) or inferred
+        found = self._graphexec_shape(name) or inferred
+        if found is not None and len(found) > MAX_RANK:
+            raise OnnxImportError(f"import_model: value {name!r} has rank {len(found)}; at "
+                                  f"most {MAX_RANK} is imported")
+        return found
 
     def _graphexec_shape(self, name: str) -> tuple | None:
         sym = self.values.get(name)
@@ -163,11 +193,18 @@ class _Ctx:
 
 def _for_inference(model, constants: dict, input_shapes: dict):
     """A copy of ``model`` whose graph inputs have the given shapes and whose constant graph
-    inputs are initializers, so that shape inference sees what the import will bind."""
+    inputs are initializers, so that shape inference sees what the import will bind (the
+    shapes the file declares for other values held for its own inputs: they are dropped)."""
     if not constants and not input_shapes:
         return model
     copy = onnx.ModelProto()
     copy.CopyFrom(model)
+    del copy.graph.value_info[:]
+    for vi in copy.graph.output:
+        vi.ClearField("type")
+    kept = [vi for vi in copy.graph.input if vi.name not in constants]
+    del copy.graph.input[:]
+    copy.graph.input.extend(kept)
     for vi in copy.graph.input:
         if vi.name in input_shapes and vi.type.HasField("tensor_type"):
             dims = vi.type.tensor_type.shape.dim
@@ -180,12 +217,19 @@ def _for_inference(model, constants: dict, input_shapes: dict):
 
 
 def _infer(model, constants: dict, input_shapes: dict) -> tuple[dict, dict]:
-    """name -> shape (None for unknown dims) and name -> numpy dtype, from ONNX inference."""
+    """name -> shape (None for unknown dims) and name -> numpy dtype, from ONNX inference,
+    run strictly as ONNX Runtime runs it when it loads a model: a type, an attribute or a
+    shape that an operator's inference rejects (an axis past the rank, an input of the
+    wrong type, shapes that do not broadcast) fails the import."""
     model = _for_inference(model, constants, input_shapes)
+    propagate = guard_inference(model)
     try:
-        model = onnx.shape_inference.infer_shapes(model, data_prop=True)
-    except Exception:  # noqa: BLE001 - shapes are only a hint; importers say when they need one
-        pass
+        model = onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True,
+                                                  data_prop=propagate)
+    except Exception as exc:  # noqa: BLE001 - InferenceError, ValidationError, ValueError
+        lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+        raise OnnxImportError("import_model: ONNX shape inference rejects the model (so "
+                              "would ONNX Runtime): " + " ".join(lines)[:2000]) from None
     g = model.graph
     shapes, dtypes = {}, {}
     for vi in list(g.value_info) + list(g.input) + list(g.output):
@@ -211,13 +255,16 @@ def _np_dtype(elem_type: int):
         return None
 
 
-def _load(path_or_model):
-    if isinstance(path_or_model, onnx.ModelProto):
-        return path_or_model
-    if isinstance(path_or_model, (str, Path)):
-        return onnx.load(str(path_or_model))
-    raise TypeError("import_model: expected an onnx.ModelProto or a path, got "
-                    f"{type(path_or_model).__name__}")
+def _constant_value(name: str, value) -> np.ndarray:
+    try:
+        arr = np.asarray(value)
+    except (TypeError, ValueError) as exc:
+        raise OnnxImportError(f"import_model: constants[{name!r}] is not an array ({exc})"
+                              ) from None
+    if arr.dtype.kind in "OSU":  # (ml_dtypes' bfloat16 and float8 types are kind 'V')
+        raise OnnxImportError(f"import_model: constants[{name!r}] has dtype {arr.dtype}; "
+                              "numbers are expected")
+    return arr
 
 
 def _check_supported(graph) -> None:
@@ -240,16 +287,44 @@ def import_model(path_or_model, constants: dict | None = None,
     listing every unsupported node, or naming the node whose attributes have no graphexec
     equivalent (:class:`ConstantInputRequired` when a node reads a value computed from graph
     inputs as an attribute)."""
-    model = _load(path_or_model)
+    model = read_model(path_or_model)
+    check_model(model)
     _check_supported(model.graph)
-    ctx = _Ctx(model, constants or {}, input_shapes or {})
+    model = sorted_model(model)
+    shapes = {k: as_shape(v, f"import_model: input_shapes[{k!r}]")
+              for k, v in _checked_dict(input_shapes, "input_shapes").items()}
+    ctx = _Ctx(model, _checked_dict(constants, "constants"), shapes)
     for node in model.graph.node:
-        outs = IMPORTERS[node.op_type](ctx, node)
-        for name, s in zip(node.output, outs):
+        for name, s in zip(node.output, _import_node(ctx, node)):
             if name:
                 ctx.values[name] = s
+    if not model.graph.output:
+        raise OnnxImportError("import_model: the graph has no outputs")
     heads = [ctx.sym(o.name) for o in model.graph.output]
     sym = heads[0] if len(heads) == 1 else Group(heads)
     used = set(sym.list_arguments())  # parameters only read as attributes are left out
     return sym, {k: v for k, v in ctx.arg_params.items() if k in used}, ctx.aux_params
 
+
+
+def _import_node(ctx: _Ctx, node) -> list:
+    """The outputs of ``node``'s importer. Importers check the attributes they use; a
+    mistake they did not foresee is still an error naming the node, never a bare
+    exception."""
+    try:
+        return IMPORTERS[node.op_type](ctx, node)
+    except GraphexecError:
+        raise
+    except (ArithmeticError, AttributeError, IndexError, KeyError, LookupError, TypeError,
+            ValueError, RecursionError) as exc:
+        raise node_error(node, f"its attributes or inputs cannot be imported: "
+                         f"{type(exc).__name__}: {exc}") from None
+
+
+def _checked_dict(value, what: str) -> dict:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise OnnxImportError(f"import_model: {what} must be a dict, got "
+                              f"{type(value).__name__}")
+    return value

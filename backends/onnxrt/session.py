@@ -255,9 +255,14 @@ class RegionSession:
             runner = me()
             if runner is not None:
                 runner.invalidate()
+        holder = (f"onnxrt region {r.node_name!r}, which baked the values into its ONNX "
+                  f"model (freeze_params) for as long as its executor lives: write them "
+                  f"through that executor (copy_params_from, forward(name=array)), or bind "
+                  f"that executor with backend_options={{'onnxrt': {{'freeze_params': "
+                  f"False}}}} when another executor updates shared parameters in place")
         for k in self.frozen:
-            arr = r.inputs[k]
-            frozen.freeze(arr, id(self), changed)
+            arr = r.sources[k]  # the executor's array, which copy_params_from writes
+            frozen.freeze(arr, id(self), changed, holder)
             if id(arr) not in self._frozen_ids:
                 self._frozen_ids.append(id(arr))
 

@@ -53,17 +53,29 @@ class Field:
         return self.parse(to_attr_string(value))
 
 
+_INT64 = 1 << 63
+
+
+def _in_int64(value: int, text: str) -> int:
+    """``value`` when it fits in an int64 (MXNet's widest attribute integer)."""
+    if not -_INT64 <= value < _INT64:
+        raise ValueError(f"{text!r} is outside the int64 range")
+    return value
+
+
 class Int(Field):
     kind = "int"
 
     def parse(self, text):
         try:
-            return int(text)
-        except ValueError:
+            return _in_int64(int(text), text)
+        except ValueError as exc:
+            if "int64" in str(exc):
+                raise
             value = float(text)
             if value != int(value):
                 raise ValueError(f"{text!r} is not an integer") from None
-            return int(value)
+            return _in_int64(int(value), text)
 
 
 class Float(Field):
@@ -124,7 +136,7 @@ def _parse_tuple(text: str, elem: Callable[[str], Any]) -> tuple:
 def _int_like(text: str) -> int:
     if text.endswith("L"):
         text = text[:-1]
-    return int(text)
+    return _in_int64(int(text), text)
 
 
 class Shape(Field):
@@ -214,7 +226,7 @@ class Schema:
                     f"expected one of: {', '.join(sorted(self.fields)) or '(none)'}")
             try:
                 values[name] = field.convert(raw)
-            except (ValueError, TypeError, SyntaxError) as exc:
+            except (ValueError, TypeError, SyntaxError, OverflowError) as exc:
                 raise AttributeParseError(
                     f"{_where(op_name, node_name)}: attribute {name}={raw!r} is not a valid "
                     f"{field.kind}: {exc}") from None

@@ -1,7 +1,9 @@
 """Device contexts: ``gx.cpu(i)`` and ``gx.gpu(i)``."""
 from __future__ import annotations
 
-from .errors import ContextError
+import numbers
+
+from .errors import AllocationError, ContextError
 
 __all__ = ["Context", "cpu", "gpu", "current_context", "aligned_zeros", "HOST_ALIGNMENT"]
 
@@ -37,8 +39,12 @@ class Context:
     def __init__(self, device_type: str = "cpu", device_id: int = 0):
         if isinstance(device_type, Context):
             device_type, device_id = device_type.device_type, device_type.device_id
-        if device_type not in ("cpu", "gpu", "cpu_pinned"):
-            raise ContextError(f"unknown device type {device_type!r}: expected 'cpu' or 'gpu'")
+        if not isinstance(device_type, str) or device_type not in ("cpu", "gpu", "cpu_pinned"):
+            raise ContextError(f"unknown device type {device_type!r:.60}: expected 'cpu' or "
+                               f"'gpu'")
+        if not isinstance(device_id, numbers.Integral) or isinstance(device_id, bool) or \
+                device_id < 0:
+            raise ContextError(f"device id {device_id!r:.60}: expected an integer >= 0")
         self.device_type = device_type
         self.device_id = int(device_id)
 
@@ -79,10 +85,14 @@ class Context:
         """A zero-filled array on this context: on the host aligned to ``HOST_ALIGNMENT``
         bytes, CuPy arrays on the right GPU."""
         xp = self.xp
-        if not self.is_gpu:
-            return aligned_zeros(shape, dtype)
-        with xp.cuda.Device(self.device_id):
-            return xp.zeros(shape, dtype=dtype)
+        try:
+            if not self.is_gpu:
+                return aligned_zeros(shape, dtype)
+            with xp.cuda.Device(self.device_id):
+                return xp.zeros(shape, dtype=dtype)
+        except (MemoryError, ValueError, OverflowError) as exc:  # numpy's "array is too big"
+            raise AllocationError(f"cannot allocate an array of shape {shape} and dtype "
+                                  f"{dtype} on {self}: {type(exc).__name__}: {exc}") from None
 
 
 def cpu(device_id: int = 0) -> Context:

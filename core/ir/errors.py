@@ -8,6 +8,8 @@ __all__ = [
     "ParamsFormatError", "BindError", "UnknownArgumentError", "ArgumentShapeError",
     "DuplicateNameError", "PassError", "PluginError", "UnknownBackendError", "KernelNotFoundError",
     "ContextError", "KernelError", "BackwardError", "HeadGradientError", "PlacementError",
+    "AllocationError", "ConcurrentUseError", "ArgumentTypeError", "ArgumentValueError",
+    "OutputIndexError",
 ]
 
 
@@ -102,3 +104,27 @@ class HeadGradientError(GraphexecError, RuntimeError):
 class PlacementError(GraphexecError, RuntimeError):
     """A subgraph backend cannot run a region where the executor runs and the user asked
     for strict placement (never answered by a native fallback)."""
+
+
+class AllocationError(GraphexecError, MemoryError):
+    """An array of the inferred (or declared) shape cannot be allocated: too large for this
+    machine or for the address space."""
+
+
+class ConcurrentUseError(GraphexecError, RuntimeError):
+    """An executor (or executors sharing one memory pool) ran in two threads at once, or
+    re-entered itself: its arrays would be overwritten under the running computation."""
+
+
+class ArgumentTypeError(GraphexecError, TypeError):
+    """A function of the API received an argument of the wrong type (a list where a dict
+    of arrays is expected, a string where a shape is, ...)."""
+
+
+class ArgumentValueError(GraphexecError, ValueError):
+    """A function of the API received an argument of the right type but a wrong value (an
+    output name a symbol does not have, an attribute value that is not a string, ...)."""
+
+
+class OutputIndexError(GraphexecError, IndexError):
+    """A symbol was indexed past its outputs."""

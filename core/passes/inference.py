@@ -4,12 +4,14 @@ The four methods are installed on :class:`~graphexec.core.symbol.symbol.Symbol` 
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
+from ..ir.arguments import as_dtype, as_shape
 from ..ir.attrs import Shape
-from ..ir.errors import BindError, ShapeInferenceError, TypeInferenceError, UnknownArgumentError
+from ..ir.errors import (AttributeParseError, BindError, ShapeInferenceError, TypeInferenceError,
+                         UnknownArgumentError)
 from ..ir.graph import Graph, IndexedGraph
 from ..ops.common import known
 from ..symbol.symbol import DTYPE_FLAGS, Symbol, symbol_method
@@ -19,24 +21,26 @@ __all__ = ["infer_shape", "infer_shape_partial", "infer_type", "infer_type_parti
            "shape_seeds", "dtype_seeds", "run_inference"]
 
 
-def _named(ig: IndexedGraph, args: tuple, kwargs: dict, what: str) -> dict[int, Any]:
-    """Node id -> given value, from positional values (list_arguments order) or names."""
+def _named(ig: IndexedGraph, args: tuple, kwargs: dict, what: str,
+           convert: Callable[[Any, str], Any]) -> dict[int, Any]:
+    """Node id -> given value, from positional values (list_arguments order) or names, each
+    checked by ``convert(value, description)``."""
     if args and kwargs:
         raise BindError(f"{what}: give values either positionally or by name, not both")
     arg_ids = ig.arg_nodes
     if args:
         if len(args) > len(arg_ids):
             raise BindError(f"{what}: {len(args)} positional values for {len(arg_ids)} arguments")
-        return {nid: v for nid, v in zip(arg_ids, args) if v is not None}
-    by_name = {ig.nodes[i].name: i for i in ig.input_nodes}
-    out = {}
-    for name, v in kwargs.items():
-        if name not in by_name:
-            raise UnknownArgumentError(f"{what}: {name!r} is not an input of the symbol; inputs "
-                                       f"are {[ig.nodes[i].name for i in ig.input_nodes]}")
-        if v is not None:
-            out[by_name[name]] = v
-    return out
+        pairs = list(zip(arg_ids, args))
+    else:
+        by_name = {ig.nodes[i].name: i for i in ig.input_nodes}
+        unknown = [name for name in kwargs if name not in by_name]
+        if unknown:
+            raise UnknownArgumentError(f"{what}: {unknown[0]!r} is not an input of the symbol; "
+                                       f"inputs are {[ig.nodes[i].name for i in ig.input_nodes]}")
+        pairs = [(by_name[name], v) for name, v in kwargs.items()]
+    return {nid: convert(v, f"{what}: {ig.nodes[nid].name!r}") for nid, v in pairs
+            if v is not None}
 
 
 def shape_seeds(ig: IndexedGraph, given: dict[int, Any], unknown_zero: bool) -> dict[int, tuple]:
@@ -50,10 +54,18 @@ def shape_seeds(ig: IndexedGraph, given: dict[int, Any], unknown_zero: bool) -> 
             continue
         hint = ig.nodes[nid].attrs.get("__shape__")
         if hint:
-            s = Shape().parse(hint)
+            s = _shape_hint(ig.nodes[nid].name, hint)
             if s:
                 seeds[nid] = tuple(-1 if (d is None or d <= 0) else d for d in s)
     return seeds
+
+
+def _shape_hint(name: str, hint: str) -> tuple:
+    try:
+        return Shape().parse(hint)
+    except ValueError as exc:
+        raise AttributeParseError(f"variable {name!r}: attribute __shape__={hint!r} is not a "
+                                  f"shape such as (2, 3): {exc}") from None
 
 
 def dtype_seeds(ig: IndexedGraph, given: dict[int, Any]) -> dict[int, np.dtype]:
@@ -94,7 +106,7 @@ def _undecided(ig: IndexedGraph, vals: list, is_known, show) -> list[str]:
 
 def _infer_shape(sym: Symbol, args: tuple, kwargs: dict, partial: bool):
     ig = sym._indexed()
-    given = _named(ig, args, kwargs, "infer_shape")
+    given = _named(ig, args, kwargs, "infer_shape", as_shape)
     g = Graph(sym.outputs, {"shape_inputs": shape_seeds(ig, given, unknown_zero=True)}, ig)
     try:
         g = apply_passes(g, ["infer_shape"])
@@ -118,7 +130,7 @@ def _infer_shape(sym: Symbol, args: tuple, kwargs: dict, partial: bool):
 
 def _infer_type(sym: Symbol, args: tuple, kwargs: dict, partial: bool):
     ig = sym._indexed()
-    given = _named(ig, args, kwargs, "infer_type")
+    given = _named(ig, args, kwargs, "infer_type", as_dtype)
     g = Graph(sym.outputs, {"dtype_inputs": dtype_seeds(ig, given)}, ig)
     try:
         g = apply_passes(g, ["infer_type"])

@@ -9,8 +9,9 @@ from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 
+from ..ir.arguments import as_dtype, as_mapping, as_shape
 from ..ir.context import Context
-from ..ir.errors import BindError, ContextError, UndecidedShapeError
+from ..ir.errors import ArgumentTypeError, BindError, ContextError, UndecidedShapeError
 from ..ir.graph import Graph, IndexedGraph
 from ..ir.ndarray import user_zeros
 from ..ops.common import known
@@ -115,9 +116,21 @@ def bind(self: Symbol, ctx: Context, args: Any, args_grad: Any = None, grad_req:
     and return an :class:`Executor`; ``backend`` ("name" or "a,b") overrides
     MXNET_SUBGRAPH_BACKEND, ``backend_options`` maps backend name -> options."""
     group2ctx = check_group2ctx(group2ctx)
+    _check_shared(shared_exec, None)
     with gc_paused():
         return _bind(self, ctx, args, args_grad, grad_req, aux_states, group2ctx, shared_exec,
                      backend, backend_options)
+
+
+def _check_shared(shared_exec: Any, shared_arg_names: Any) -> None:
+    if shared_exec is not None and not isinstance(shared_exec, Executor):
+        raise ArgumentTypeError(f"shared_exec must be an Executor, got "
+                                f"{type(shared_exec).__name__}")
+    if shared_arg_names is not None and (
+            not isinstance(shared_arg_names, (list, tuple, set, frozenset))
+            or not all(isinstance(n, str) for n in shared_arg_names)):
+        raise ArgumentTypeError(f"shared_arg_names must be a list of argument names, got "
+                                f"{shared_arg_names!r:.60}")
 
 
 def _bind(sym: Symbol, ctx: Context, args: Any, args_grad: Any, grad_req: Any,
@@ -188,6 +201,7 @@ def simple_bind(self: Symbol, ctx: Context, grad_req: Any = "write",
     group2ctx = check_group2ctx(group2ctx)
     if shared_buffer is not None and not isinstance(shared_buffer, dict):
         raise BindError(f"shared_buffer must be a dict, got {type(shared_buffer).__name__}")
+    _check_shared(shared_exec, shared_arg_names)
     with gc_paused():
         return _simple_bind(self, ctx, grad_req, type_dict, group2ctx, shapes, shared_exec,
                             shared_arg_names, shared_buffer, backend, backend_options)
@@ -203,13 +217,17 @@ def _simple_bind(sym: Symbol, ctx: Context, grad_req: Any, type_dict: Mapping[st
     arg_names = [ig.nodes[i].name for i in ig.arg_nodes]
     check_unique_names("argument", arg_names)
     by_name = {ig.nodes[i].name: i for i in ig.input_nodes}
+    type_dict = as_mapping(type_dict, "simple_bind: type_dict", "dtypes") \
+        if type_dict is not None else None
     for n in list(shapes) + list(type_dict or {}):
         if n not in by_name:
             raise BindError(f"simple_bind: {n!r} is not an input of the symbol; inputs are "
                             f"{list(by_name)}")
+    shapes = {n: as_shape(s, f"simple_bind: shape of {n!r}") for n, s in shapes.items()}
     if type_dict is None:
         type_dict = {n: "float32" for n in arg_names
                      if "__dtype__" not in ig.nodes[by_name[n]].attrs}
+    type_dict = {n: as_dtype(t, f"simple_bind: type_dict[{n!r}]") for n, t in type_dict.items()}
     g = _infer(sym, ig, {by_name[n]: s for n, s in shapes.items()},
                {by_name[n]: t for n, t in type_dict.items()}, exact=False)
     _undecided_error(ig, g, shapes)

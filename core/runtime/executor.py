@@ -4,8 +4,10 @@ from __future__ import annotations
 import time
 from typing import Any, Callable
 
+from ..ir.arguments import as_array, as_mapping
 from ..ir.context import Context
-from ..ir.errors import ArgumentShapeError, BackwardError, HeadGradientError, UnknownArgumentError
+from ..ir.errors import (ArgumentShapeError, ArgumentTypeError, BackwardError,
+                         HeadGradientError, UnknownArgumentError)
 from ..ir.graph import Graph
 from ..ir.ndarray import user_array
 from ..ir.random import generator
@@ -14,6 +16,7 @@ from ..plugins import plugin_manager
 from ..symbol.debug_str import graph_debug_str
 from ..symbol.symbol import Symbol, check_unique_names, copy_graph
 from . import frozen, sharing
+from .guard import exclusive, new_guard
 from .pipeline import build_graph
 from .plan import ExecPlan
 
@@ -46,6 +49,7 @@ class Executor:
         # join that pool so that later executors sharing it can reuse them too
         self._shared_pool = shared_exec._shared_pool if shared_exec is not None else []
         self._workspaces = shared_exec._workspaces if shared_exec is not None else []
+        self._busy = shared_exec._busy if shared_exec is not None else new_guard()
         self._plan = ExecPlan(graph, ctx, external, reqs, arg_reqs, self._shared_pool,
                               self._workspaces)
         ig = graph.indexed
@@ -83,6 +87,7 @@ class Executor:
         return external, reqs, arg_reqs
 
     # -- running ---------------------------------------------------------------------------
+    @exclusive
     def forward(self, is_train: bool = False, **kwargs: Any) -> list:
         """Compute the outputs. Keyword arrays are copied into the arguments first.
 
@@ -97,6 +102,7 @@ class Executor:
         self._backward_ran = False
         return self.outputs
 
+    @exclusive
     def backward(self, out_grads: Any = None, is_train: bool = True) -> None:
         """Compute the gradients of the arguments whose grad_req is not null.
 
@@ -176,7 +182,10 @@ class Executor:
                                      f"outputs ({names})")
         for i, g in enumerate(grads):
             if g is not None and not (hasattr(g, "shape") and hasattr(g, "dtype")):
-                raise TypeError(f"out_grads[{i}] must be an array, got {type(g).__name__}")
+                raise ArgumentTypeError(f"out_grads[{i}] must be an array, got "
+                                        f"{type(g).__name__}")
+            if g is not None:
+                as_array(g, f"out_grads[{i}]")
         return grads
 
     def _copy_inputs(self, kwargs: dict[str, Any]) -> None:
@@ -189,17 +198,21 @@ class Executor:
                 raise ArgumentShapeError(f"forward argument {name!r}: only accept keyword "
                                          f"argument of arrays (numpy.ndarray), got "
                                          f"{type(array).__name__}")
+            as_array(array, f"forward argument {name!r}")
             target = arg_dict[name]
             if target.shape != tuple(array.shape):
                 raise ArgumentShapeError(f"Shape not match! Argument {name}, need: "
                                          f"{target.shape}, received: {tuple(array.shape)}")
         for name, array in kwargs.items():
-            frozen.assign(arg_dict[name], array)
+            frozen.assign(arg_dict[name], array, f"forward argument {name!r}")
 
     def set_monitor_callback(self, callback: Callable[[str, Any], None],
                              monitor_all: bool = False) -> None:
         """Call ``callback(name, array)`` for every op output (``<node>_output``) as it is
         computed; with ``monitor_all`` also for every input before the op runs."""
+        if callback is not None and not callable(callback):
+            raise ArgumentTypeError(f"set_monitor_callback: expected a function (name, array), "
+                                    f"got {type(callback).__name__}")
         self._plan.set_monitor(callback, monitor_all)
 
     # -- arrays by name ------------------------------------------------------------------------
@@ -232,11 +245,14 @@ class Executor:
             self._output_dict = _named("output", self._symbol.list_outputs(), self.outputs)
         return self._output_dict
 
+    @exclusive
     def copy_params_from(self, arg_params: dict[str, Any], aux_params: dict[str, Any] | None = None,
                          allow_extra_params: bool = False) -> None:
         """Copy parameter values into the executor's arrays (shapes must match)."""
+        arg_params = as_mapping(arg_params, "copy_params_from: arg_params")
+        aux_params = as_mapping(aux_params, "copy_params_from: aux_params")
         for kind, params, target in (("argument", arg_params, self.arg_dict),
-                                     ("auxiliary state", aux_params or {}, self.aux_dict)):
+                                     ("auxiliary state", aux_params, self.aux_dict)):
             for name, value in params.items():
                 if name not in target:
                     if allow_extra_params:
@@ -244,10 +260,11 @@ class Executor:
                     raise UnknownArgumentError(f'Find name "{name}" that is not in the '
                                                f'{kind}s ({list(target)})')
                 dst = target[name]
+                as_array(value, f"copy_params_from: {kind} {name!r}")
                 if dst.shape != tuple(value.shape):
                     raise ArgumentShapeError(f"copy_params_from: {kind} {name!r} has shape "
                                              f"{dst.shape}, the value has {tuple(value.shape)}")
-                frozen.assign(dst, value)
+                frozen.assign(dst, value, f"{kind} {name!r}")
 
     def reshape(self, partial_shaping: bool = False, allow_up_sizing: bool = False,
                 **kwargs: Any) -> "Executor":

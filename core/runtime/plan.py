@@ -15,6 +15,7 @@ from ..ir.random import generator
 from ..ops.common import known
 from ..passes.manager import apply_passes
 from ..passes.plan_memory import EXTERNAL
+from . import frozen
 from .bulk import bulk_enabled, compile_segments, segment_size
 from .kernels import KernelCall, Workspace, kernel_registry
 
@@ -188,9 +189,18 @@ class ExecPlan:
             raise self._kernel_error(segment, i, exc) from exc
 
     def _kernel_error(self, segment: str, i: int, exc: Exception) -> KernelError:
-        node = self.graph.indexed.nodes[self.segments[segment][i]]
+        nid = self.segments[segment][i]
+        node = self.graph.indexed.nodes[nid]
+        held = frozen.explain(self._named_arrays(nid)) if isinstance(exc, ValueError) else None
         return KernelError(f"While executing node {node.name!r} ({node.op.name}): "
-                           f"{type(exc).__name__}: {exc}")
+                           f"{type(exc).__name__}: {exc}" + (f" ({held})" if held else ""))
+
+    def _named_arrays(self, nid: int) -> list[tuple[str, Any]]:
+        """(name, array) of the inputs and outputs of node ``nid``; an input is named after
+        the variable or node output that feeds it."""
+        ig = self.graph.indexed
+        eids = list(ig.node_inputs[nid]) + list(range(ig.row_ptr[nid], ig.row_ptr[nid + 1]))
+        return [(ig.nodes[ig.entry_node(e)[0]].name, self.arrays[e]) for e in eids]
 
     def set_monitor(self, callback: Callable | None, monitor_all: bool) -> None:
         self._monitor = None if callback is None else (callback, bool(monitor_all))

@@ -59,18 +59,18 @@ def region_kernel(call: Any) -> Callable[[], None]:
     """The kernel of ``_subgraph_op``: the claiming property's runner, or a native nested
     plan when the property cannot build or run the region (counted, with a warning)."""
     p, attrs = call.params, call.attrs
-    region = RegionCall(p.subgraph, p.input_names, call.inputs, call.outputs, call.ctx,
-                        call.is_train, call.node_name, call.workspace, call.state,
-                        call.input_grad_reqs, call.input_is_var)
+    region = RegionCall(p.subgraph, p.input_names, _guarded_inputs(p, call), call.outputs,
+                        call.ctx, call.is_train, call.node_name, call.workspace, call.state,
+                        call.input_grad_reqs, call.input_is_var, sources=call.inputs)
     backend = attrs.get("__backend__", "default")
     try:
         prop = get_backend(backend).properties[int(attrs.get("__property__", "0"))]
         options = json.loads(attrs.get("__options__", "{}"))
         prop.set_options(**{k: v for k, v in options.items() if k in prop.attrs})
         run = prop.create_runner(region)
-    except PlacementError:
+    except (PlacementError, KeyboardInterrupt):
         raise
-    except Exception as exc:  # noqa: BLE001 - any backend failure falls back, reported
+    except BaseException as exc:  # noqa: BLE001 - any backend failure (SystemExit too) falls back
         return _fallback(region, backend, f"creating its runner failed: {type(exc).__name__}: "
                                           f"{exc}")
     state = call.state
@@ -83,13 +83,42 @@ def region_kernel(call: Any) -> Callable[[], None]:
             return
         try:
             run()
-        except PlacementError:
+        except (PlacementError, KeyboardInterrupt):
             raise
-        except Exception as exc:  # noqa: BLE001
+        except BaseException as exc:  # noqa: BLE001 - a plugin's runner never ends the program
             fallback = _fallback(region, backend, f"running it failed: {type(exc).__name__}: "
                                                   f"{exc}")
             fallback()
     return guarded
+
+
+def _guarded_inputs(p: Any, call: Any) -> list:
+    """The region's inputs as its runner sees them: read-only views of the arrays it must
+    not write (a runner writing them would corrupt the caller's data, and the native
+    fallback after a failure would compute from corrupted inputs). Writable stay the
+    auxiliary states and the inputs a native kernel of the region writes by MXNet's rules
+    (BatchNorm's fix_gamma resets a gamma that has a gradient)."""
+    writable = set(p.aux_names) | _reset_gammas(p.subgraph, p.input_names, call.input_grad_reqs)
+    return [a if n in writable else _read_only(a) for n, a in zip(p.input_names, call.inputs)]
+
+
+def _reset_gammas(sym: Any, names: list[str], grad_reqs: list[str]) -> set[str]:
+    with_grad = {n for n, r in zip(names, grad_reqs) if r != "null"}
+    if not with_grad:
+        return set()
+    found = set()
+    for node in sym._indexed().nodes:
+        if node.op is not None and node.op.name == "BatchNorm" and node.params.fix_gamma:
+            found.add(node.inputs[1].node.name)
+    return found & with_grad
+
+
+def _read_only(array: Any) -> Any:
+    if not hasattr(array, "flags") or not getattr(array.flags, "writeable", False):
+        return array  # cupy arrays have no such flag; read-only arrays stay as they are
+    view = array.view()
+    view.flags.writeable = False
+    return view
 
 
 def _replaying_random(p: Any, is_train: bool):

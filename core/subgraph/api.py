@@ -6,10 +6,12 @@ node; it alone grows regions and guarantees that they are acyclic, convex and de
 """
 from __future__ import annotations
 
+import difflib
 from typing import TYPE_CHECKING, Any, Callable, NamedTuple, Sequence
 
-from ..ir.errors import GraphexecError, UnknownBackendError
+from ..ir.errors import GraphexecError, UnknownBackendError, UnknownOpError
 from ..ops.common import known
+from ..ops.registry import all_names, find_op
 
 if TYPE_CHECKING:
     from ..ir.graph import Node
@@ -141,13 +143,19 @@ class RegionCall:
     shapes, dtypes, context, whether it runs for training, the node name, and per input the
     grad_req of the argument feeding it ('null' for other inputs; BatchNorm's fix_gamma
     needs it) and whether it is a graph input (an argument or auxiliary state the user owns)
-    rather than an entry computed by the executor (``input_is_var``)."""
+    rather than an entry computed by the executor (``input_is_var``).
+
+    ``inputs`` are read-only views of the arrays a runner must not write (all but the
+    auxiliary states, which a region may update); ``sources`` are the executor's arrays
+    behind them, for a backend that must keep an array's identity (the ``onnxrt`` backend
+    freezes the parameters it bakes into its model). Never write through ``sources``."""
 
     __slots__ = ("symbol", "input_names", "inputs", "outputs", "ctx", "is_train", "node_name",
-                 "workspace", "state", "input_grad_reqs", "input_is_var")
+                 "workspace", "state", "input_grad_reqs", "input_is_var", "sources")
 
     def __init__(self, symbol, input_names, inputs, outputs, ctx, is_train, node_name,
-                 workspace=None, state=None, input_grad_reqs=None, input_is_var=None):
+                 workspace=None, state=None, input_grad_reqs=None, input_is_var=None,
+                 sources=None):
         self.symbol = symbol
         self.input_names = input_names
         self.inputs = inputs
@@ -159,6 +167,7 @@ class RegionCall:
         self.state = state if state is not None else {}
         self.input_grad_reqs = list(input_grad_reqs or ["null"] * len(inputs))
         self.input_is_var = list(input_is_var or [False] * len(inputs))
+        self.sources = list(inputs if sources is None else sources)
 
     @property
     def input_shapes(self) -> dict[str, tuple]:
@@ -227,6 +236,12 @@ class SubgraphProperty:
         for key in ("op_names", "exclude_ops"):  # one name given alone (``exclude_ops=relu``)
             if isinstance(options.get(key), str):
                 options[key] = {options[key]}
+        if "exclude_ops" in options:
+            _check_op_names(self.name, "exclude_ops", options["exclude_ops"])
+        size = options.get("min_size", 1)
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise GraphexecError(f"subgraph property {self.name!r}: option min_size={size!r}: "
+                                 f"expected an integer >= 1")
         self.attrs.update(options)
 
     @property
@@ -247,6 +262,23 @@ class SubgraphProperty:
         ``region.inputs`` (a nested native plan, an ONNX Runtime session, a fused kernel)."""
         raise NotImplementedError(f"subgraph property {self.name!r} does not implement "
                                   f"create_runner")
+
+
+def _check_op_names(prop: str, option: str, names: Any) -> None:
+    """Every name of ``names`` is a registered operator (or alias): a misspelt one would
+    exclude nothing, silently."""
+    if names is None:
+        return
+    if not isinstance(names, (set, frozenset, list, tuple)) or \
+            not all(isinstance(n, str) for n in names):
+        raise GraphexecError(f"subgraph property {prop!r}: option {option}={names!r:.60}: "
+                             f"expected an operator name or a list of them")
+    for name in names:
+        if find_op(name) is None:
+            close = difflib.get_close_matches(name, all_names(), n=3)
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            raise UnknownOpError(f"subgraph property {prop!r}: option {option} names "
+                                 f"{name!r}, which is not a registered operator{hint}")
 
 
 class PartitionRequest(NamedTuple):

@@ -13,6 +13,7 @@ import json
 from typing import Any
 
 from ..ir.attrs import Params
+from ..ir.errors import AttributeParseError
 from ..ir.graph import Entry, Graph, IndexedGraph, Node
 from ..ops.common import known, merge
 from ..ops.registry import OpDef, ShapeConflict
@@ -96,11 +97,30 @@ def link_regions(sym: Symbol) -> Symbol:
 
 
 def _params_from_node(attrs: dict, subgraphs: list) -> Params:
-    """For the JSON loader: rebuild the parameters from the stored inner symbol."""
+    """For the JSON loader: rebuild the parameters from the stored inner symbol (the stored
+    names must be its inputs, in any order, and one name per output)."""
     sym = subgraphs[0]
-    names = json.loads(attrs.get("__input_names__", "null")) or sym.list_inputs()
-    outs = json.loads(attrs.get("__output_names__", "null")) or sym.list_outputs()
+    names = _names(attrs, "__input_names__") or sym.list_inputs()
+    outs = _names(attrs, "__output_names__") or sym.list_outputs()
+    if sorted(names) != sorted(sym.list_inputs()) or len(outs) != len(sym.list_outputs()):
+        raise AttributeParseError(f"{REGION_OP.name}: __input_names__ {names} and "
+                                  f"__output_names__ {outs} do not name the inner symbol's "
+                                  f"inputs {sym.list_inputs()} and its "
+                                  f"{len(sym.list_outputs())} outputs")
     return region_params(sym, names, outs)
+
+
+def _names(attrs: dict, key: str) -> list[str] | None:
+    """The JSON list of strings stored under ``key`` (None when absent)."""
+    try:
+        value = json.loads(attrs.get(key, "null"))
+    except ValueError:
+        value = False
+    if value is not None and not (isinstance(value, list) and
+                                  all(isinstance(v, str) for v in value)):
+        raise AttributeParseError(f"{REGION_OP.name}: attribute {key}={attrs[key]!r} is not a "
+                                  f"JSON list of names")
+    return value
 
 
 def _infer(kind: str):

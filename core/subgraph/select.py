@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import logging
 import os
+import warnings
 from typing import Any, Sequence
 
-from ..ir.errors import GraphexecError
+from ..ir.arguments import as_mapping
+from ..ir.errors import ArgumentTypeError, GraphexecError, UnknownBackendError
 from ..passes.inference import dtype_seeds, run_inference, shape_seeds
 from ..plugins import plugin_config
 from ..symbol.symbol import Symbol
@@ -47,13 +49,31 @@ def resolve_backends(backend: str | Sequence[str] | None,
         backend = plugin_config().get("subgraph", {}).get("default_backend", "NONE")
     if isinstance(backend, str):
         names, parsed = parse_backend_spec(backend)
-    else:
+    elif isinstance(backend, (list, tuple)) and all(isinstance(b, str) for b in backend):
         names, parsed = [b for b in backend if b and b.upper() != "NONE"], {}
+    else:
+        raise ArgumentTypeError(f"backend must be a name ('onnxrt', 'onnxrt,fused') or a list "
+                                f"of names, got {type(backend).__name__} {backend!r:.40}")
     for n in names:
         get_backend(n)  # fails fast, listing the registered backends
-    for n, opts in (options or {}).items():
+    for n, opts in _backend_options(options).items():
         parsed.setdefault(n, {}).update(opts)
     return names, parsed
+
+
+def _backend_options(options: Any) -> dict[str, dict]:
+    """``backend_options`` checked: registered backend names (a misspelt one would be
+    ignored silently) mapping to dicts of options."""
+    options = as_mapping(options, "backend_options", "dict of options")
+    for name, opts in options.items():
+        if not isinstance(name, str):
+            raise ArgumentTypeError(f"backend_options: keys are backend names, got {name!r}")
+        try:
+            get_backend(name)
+        except UnknownBackendError as exc:
+            raise UnknownBackendError(f"backend_options: {exc}") from None
+        as_mapping(opts, f"backend_options[{name!r}]", "option value")
+    return options
 
 
 def parse_backend_spec(text: str) -> tuple[list[str], dict[str, dict]]:
@@ -167,13 +187,30 @@ def apply_backends(sym: Symbol, names: list[str], ctx: Any, need_grad: bool,
                 prop.shapes = node_shapes(sym, input_shapes or {}, input_dtypes or {})
             if restrict is not None:
                 prop = OnlyNodesProperty(prop, restrict.get(name, set()), restrict_reason)
-            sym = partition_symbol(sym, prop, name, index, plan, opts)
+            sym = _partition_or_skip(sym, prop, name, index, plan, opts)
             if verbose > 1:
                 for region in plan.regions:
                     if region.backend == name and region.property == prop.name:
                         log.info("%s region %d (%s): %d nodes %s", name, region.id, region.node,
                                  len(region.members), region.members)
     return sym, plan
+
+
+def _partition_or_skip(sym: Symbol, prop: SubgraphProperty, name: str, index: int,
+                       plan: PartitionPlan, opts: dict) -> Symbol:
+    """``partition_symbol`` for one property; a property whose own code fails (a plugin's
+    selector or node factory raising anything but a GraphexecError, SystemExit included) is
+    skipped with a warning naming it, and the graph stays as it was."""
+    try:
+        return partition_symbol(sym, prop, name, index, plan, opts)
+    except (GraphexecError, KeyboardInterrupt):
+        raise
+    except BaseException as exc:  # noqa: BLE001 - a plugin never ends the bind or the program
+        why = f"{name}/{prop.name}: partitioning failed: {type(exc).__name__}: {exc}"
+        plan.skipped.append(why)
+        warnings.warn(f"subgraph {why}; the graph runs without its regions", RuntimeWarning,
+                      stacklevel=4)
+        return sym
 
 
 class OnlyNodesProperty(SubgraphProperty):

@@ -3,51 +3,76 @@ the dmlc JSON writer MXNet 1.x uses, so files round-trip unchanged)."""
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
-from ..ir.errors import GraphexecError, JSONFormatError
+from ..ir.arguments import special_file
+from ..ir.errors import ArgumentTypeError, GraphexecError, JSONFormatError
 from ..ir.graph import Entry, Node
 from ..ops.registry import get_op
 from .symbol import Symbol, symbol_method
 
-__all__ = ["load", "load_json", "to_json", "tojson", "save", "MXNET_VERSION"]
+__all__ = ["load", "load_json", "to_json", "tojson", "save", "MXNET_VERSION",
+           "MAX_SUBGRAPH_DEPTH"]
 
 MXNET_VERSION = 10901
 _LEGACY_VERSION = 800      # what MXNet assumes for a file without "mxnet_version"
 _AUX_INIT_VERSION = 904    # files older than 0.9.4 get initializers on auxiliary states
+#: How deeply subgraphs (of subgraph nodes, control flow) may nest in a file.
+MAX_SUBGRAPH_DEPTH = 32
 #: Attribute names that older files wrote without the ``__x__`` underscores.
 _HIDDEN_KEYS = frozenset({"ctx_group", "lr_mult", "wd_mult", "force_mirroring", "mirror_stage"})
 
 
 def load(fname: str) -> Symbol:
-    """Load a symbol from an MXNet ``-symbol.json`` file."""
+    """Load a symbol from an MXNet ``-symbol.json`` file (UTF-8 text)."""
+    if not isinstance(fname, (str, bytes, os.PathLike)):
+        raise ArgumentTypeError(f"load: expected a file name (str or path), got "
+                                f"{type(fname).__name__}")
+    if special_file(fname):
+        raise JSONFormatError(f"cannot read symbol file {fname!r}: not a regular file")
     try:
-        with open(fname) as f:
-            text = f.read()
-    except OSError as exc:
-        raise JSONFormatError(f"cannot read symbol file {fname!r}: {exc.strerror}") from None
-    return load_json(text, source=fname)
+        with open(fname, "rb") as f:
+            raw = f.read()
+    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the name
+        raise JSONFormatError(f"cannot read symbol file {fname!r}: "
+                              f"{getattr(exc, 'strerror', None) or exc}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise JSONFormatError(f"{fname!r}: not a symbol JSON: not UTF-8 text ({exc})") from None
+    return load_json(text, source=os.fsdecode(fname))
 
 
 def load_json(json_str: str, source: str = "<string>") -> Symbol:
     """Load a symbol from MXNet JSON text (``nodes``/``arg_nodes``/``node_row_ptr``/``heads``)."""
+    if not isinstance(json_str, (str, bytes, bytearray)):
+        raise JSONFormatError(f"{source}: symbol JSON must be text (str or bytes), got "
+                              f"{type(json_str).__name__}")
     try:
         # strict=False: MXNet writes control characters other than \n \r \t unescaped
         doc = json.loads(json_str, strict=False)
-    except json.JSONDecodeError as exc:
+    except RecursionError:
+        raise JSONFormatError(f"{source}: not a symbol JSON: its arrays and objects are nested "
+                              f"too deeply to read") from None
+    except ValueError as exc:  # JSONDecodeError, undecodable bytes, too many digits
         raise JSONFormatError(f"{source}: not valid JSON: {exc}") from None
     return graph_from_doc(doc, source)
 
 
-def graph_from_doc(doc: Any, source: str) -> Symbol:
+def graph_from_doc(doc: Any, source: str, depth: int = 0) -> Symbol:
+    """The symbol of a parsed JSON document; ``depth``: how many subgraphs enclose it."""
     if not (isinstance(doc, dict) and isinstance(doc.get("nodes"), list)
             and isinstance(doc.get("heads"), list)):
         raise JSONFormatError(f"{source}: a symbol JSON needs 'nodes' (a list) and 'heads' "
                               f"(a list of [node_id, index, version] entries)")
+    if depth > MAX_SUBGRAPH_DEPTH:
+        raise JSONFormatError(f"{source}: subgraphs nested {depth} deep; at most "
+                              f"{MAX_SUBGRAPH_DEPTH} levels are supported")
     version = _doc_version(doc)
     nodes: list[Node] = []
     for i, jn in enumerate(doc["nodes"]):
-        nodes.append(_load_node(i, jn, nodes, source, version))
+        nodes.append(_load_node(i, jn, nodes, source, version, depth))
     heads = [_entry(h, nodes, source, "heads") for h in doc["heads"]]
     return Symbol(heads)
 
@@ -75,7 +100,8 @@ def _node_attrs(jn: dict, where: str, version: int) -> dict[str, str]:
     return attrs
 
 
-def _load_node(i: int, jn: Any, nodes: list[Node], source: str, version: int) -> Node:
+def _load_node(i: int, jn: Any, nodes: list[Node], source: str, version: int,
+               depth: int) -> Node:
     if not (isinstance(jn, dict) and isinstance(jn.get("op"), str)
             and isinstance(jn.get("name"), str)):
         raise JSONFormatError(f"{source}: node {i} must be an object with string 'op' and "
@@ -87,13 +113,16 @@ def _load_node(i: int, jn: Any, nodes: list[Node], source: str, version: int) ->
         raise JSONFormatError(f"{where}: 'inputs' must be a list of [node_id, index, version]")
     inputs = [_entry(e, nodes, source, f"node {i} ({name!r}) inputs") for e in jn.get("inputs", [])]
     if op_name == "null":
-        node = Node(None, name, attrs, None, inputs)
-        return node
+        if inputs:
+            raise JSONFormatError(f"{where}: a variable (op 'null') takes no inputs, the file "
+                                  f"gives {len(inputs)}")
+        return Node(None, name, attrs, None, [])
     try:
         op = get_op(op_name)
     except GraphexecError as exc:
         raise JSONFormatError(f"{where}: {exc}") from None
-    subgraphs = [graph_from_doc(sg, f"{where} subgraph") for sg in jn.get("subgraphs", [])]
+    subgraphs = [graph_from_doc(sg, f"{where} subgraph", depth + 1)
+                 for sg in _list(jn, "subgraphs", where, "symbol JSON documents")]
     try:
         params = op.parse(attrs, name)
         if op.subgraph_params is not None:
@@ -106,7 +135,7 @@ def _load_node(i: int, jn: Any, nodes: list[Node], source: str, version: int) ->
     if len(inputs) != expected:
         raise JSONFormatError(f"{where}: {op.name} takes {expected} inputs "
                               f"({', '.join(op.input_names(params))}), the file gives {len(inputs)}")
-    deps = [_node_ref(d, nodes, where) for d in jn.get("control_deps", [])]
+    deps = [_node_ref(d, nodes, where) for d in _list(jn, "control_deps", where, "node ids")]
     node = Node(op, name, attrs, params, inputs, deps, subgraphs)
     for k in op.aux_indices(params):
         if k < len(inputs) and inputs[k].node.op is None:
@@ -127,8 +156,20 @@ def _add_aux_initializers(node: Node) -> None:
             var.attrs.setdefault("__init__", init)
 
 
+def _list(jn: dict, key: str, where: str, what: str) -> list:
+    value = jn.get(key, [])
+    if not isinstance(value, list):
+        raise JSONFormatError(f"{where}: {key!r} must be a list of {what}, got "
+                              f"{type(value).__name__} {value!r:.40}")
+    return value
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def _node_ref(ref: Any, nodes: list[Node], where: str) -> Node:
-    if not isinstance(ref, int) or not 0 <= ref < len(nodes):
+    if not _is_int(ref) or not 0 <= ref < len(nodes):
         raise JSONFormatError(f"{where}: reference {ref!r} is not an earlier node id "
                               f"(0..{len(nodes) - 1})")
     return nodes[ref]
@@ -139,10 +180,14 @@ def _entry(e: Any, nodes: list[Node], source: str, where: str) -> Entry:
         raise JSONFormatError(f"{source}: {where}: entry {e!r} must be [node_id, index, version]")
     node = _node_ref(e[0], nodes, f"{source}: {where}")
     index = e[1]
-    if not isinstance(index, int) or not 0 <= index < node.num_outputs:
+    if not _is_int(index) or not 0 <= index < node.num_outputs:
         raise JSONFormatError(f"{source}: {where}: node {node.name!r} has "
                               f"{node.num_outputs} outputs, entry asks for output {index!r}")
-    return Entry(node, index, e[2] if len(e) == 3 else 0)
+    version = e[2] if len(e) == 3 else 0
+    if not _is_int(version) or version < 0:
+        raise JSONFormatError(f"{source}: {where}: entry {e!r}: the version must be an "
+                              f"integer >= 0")
+    return Entry(node, index, version)
 
 
 # -- writing ---------------------------------------------------------------------------
@@ -155,7 +200,10 @@ def tojson(self: Symbol) -> str:
 @symbol_method
 def save(self: Symbol, fname: str) -> None:
     """Write ``tojson()`` to ``fname``."""
-    with open(fname, "w") as f:
+    if not isinstance(fname, (str, bytes, os.PathLike)):
+        raise ArgumentTypeError(f"save: expected a file name (str or path), got "
+                                f"{type(fname).__name__}")
+    with open(fname, "w", encoding="utf-8") as f:
         f.write(to_json(self))
 
 

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import glob
 import logging
+import numbers
 import os
 import re
 from typing import Any, Mapping
 
 import numpy as np
 
-from ..ir.errors import ParamsFormatError
+from ..ir.errors import ArgumentTypeError, ParamsFormatError
 from ..ir.graph import Entry, topo_order
 from . import ndarray_io
 from .json_io import load as load_symbol
@@ -42,6 +43,9 @@ def symbol_file(prefix: str) -> str:
 
 def params_file(prefix: str, epoch: int) -> str:
     """``{prefix}-{epoch:04d}.params``."""
+    if not isinstance(epoch, numbers.Integral) or isinstance(epoch, bool):
+        raise ArgumentTypeError(f"checkpoint epoch must be an integer, got "
+                                f"{type(epoch).__name__} {epoch!r}")
     return f"{prefix}-{int(epoch):04d}.params"
 
 

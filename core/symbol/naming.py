@@ -4,6 +4,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+from ..ir.errors import ArgumentValueError
+
 __all__ = ["NameManager", "Prefix", "AttrScope"]
 
 _local = threading.local()
@@ -60,7 +62,7 @@ class AttrScope:
     def __init__(self, **kwargs: str) -> None:
         for value in kwargs.values():
             if not isinstance(value, str):
-                raise ValueError("AttrScope values must be strings")
+                raise ArgumentValueError("AttrScope values must be strings")
         self._attr = {_dunder(k): v for k, v in kwargs.items()}
         self._old: AttrScope | None = None
 

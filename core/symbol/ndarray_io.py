@@ -32,7 +32,8 @@ from typing import Any, BinaryIO, Mapping, Sequence
 
 import numpy as np
 
-from ..ir.errors import ParamsFormatError
+from ..ir.arguments import special_file
+from ..ir.errors import ArgumentTypeError, ParamsFormatError
 
 __all__ = ["load", "save", "LIST_MAGIC", "V1_MAGIC", "V2_MAGIC", "V3_MAGIC", "TYPE_FLAGS"]
 
@@ -56,11 +57,17 @@ def load(fname: str | os.PathLike) -> ArrayData:
 
     Raises :class:`~graphexec.core.ir.errors.ParamsFormatError` naming the file, the array and
     what was expected when the file is missing, truncated or malformed."""
+    if not isinstance(fname, (str, bytes, os.PathLike)):
+        raise ArgumentTypeError(f"load: expected a file name (str or path), got "
+                                f"{type(fname).__name__}")
+    if special_file(fname):
+        raise ParamsFormatError(f"cannot read parameter file {os.fspath(fname)!r}: not a "
+                                f"regular file")
     try:
         f = open(fname, "rb")
-    except OSError as exc:
+    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the name
         raise ParamsFormatError(f"cannot read parameter file {os.fspath(fname)!r}: "
-                                f"{exc.strerror}") from None
+                                f"{getattr(exc, 'strerror', None) or exc}") from None
     with f:
         return _Reader(f, os.fspath(fname)).read_file()
 
@@ -145,6 +152,11 @@ class _Reader:
             raise self.fail(f"unknown type flag {flag}{note}, expected one of "
                             + ", ".join(f"{k} ({v.name})" for k, v in TYPE_FLAGS.items()))
         nbytes = int(np.prod(shape, dtype=object)) * dtype.itemsize
+        # numpy needs the non-zero dims' product in bytes to fit in an int64, even when a
+        # zero dim makes the array empty
+        if int(np.prod([d for d in shape if d], dtype=object)) * dtype.itemsize >= 1 << 63:
+            raise self.fail(f"shape {shape} of {dtype.name} is too large to represent (its "
+                            f"non-zero dimensions multiply past the int64 range)")
         if nbytes > self.left():
             raise self.fail(f"shape {shape} of {dtype.name} needs {nbytes} bytes of data, only "
                             f"{self.left()} bytes are left: truncated or corrupt file")

@@ -20,8 +20,10 @@ from typing import Any, Iterator, Sequence
 
 import numpy as np
 
+from ..ir.arguments import as_dtype, as_shape
 from ..ir.attrs import to_attr_string
-from ..ir.errors import (AttributeParseError, DuplicateNameError, GraphexecError,
+from ..ir.errors import (ArgumentTypeError, ArgumentValueError, AttributeParseError,
+                         DuplicateNameError, GraphexecError, OutputIndexError,
                          UnknownArgumentError)
 from ..ir.graph import Entry, IndexedGraph, Node
 from ..ops.registry import OpDef, find_op, get_op
@@ -110,12 +112,17 @@ class Symbol:
             names = self.list_outputs()
             matches = [i for i, n in enumerate(names) if n == index]
             if not matches:
-                raise ValueError(f"there is no output named {index!r}; outputs are {names}")
+                raise ArgumentValueError(f"there is no output named {index!r}; outputs are "
+                                         f"{names}")
             if len(matches) > 1:
-                raise ValueError(f"there are several outputs named {index!r}")
+                raise ArgumentValueError(f"there are several outputs named {index!r}")
             index = matches[0]
+        if not isinstance(index, (int, np.integer)) or isinstance(index, bool):
+            raise ArgumentTypeError(f"a symbol is indexed by an output position or name, got "
+                                    f"{type(index).__name__} {index!r:.40}")
         if not -len(self._outputs) <= index < len(self._outputs):
-            raise IndexError(f"output index {index} out of range for {len(self._outputs)} outputs")
+            raise OutputIndexError(f"output index {index} out of range for "
+                                   f"{len(self._outputs)} outputs")
         return Symbol([self._outputs[index]])
 
     def __repr__(self) -> str:
@@ -138,7 +145,7 @@ class Symbol:
         kwargs.pop("name", None)
         names = self.list_arguments()
         if len(args) > len(names):
-            raise TypeError(f"compose got {len(args)} positional symbols for {len(names)} "
+            raise ArgumentTypeError(f"compose got {len(args)} positional symbols for {len(names)} "
                             f"arguments {names}")
         subst = dict(zip(names, args))
         for key, value in kwargs.items():
@@ -148,7 +155,7 @@ class Symbol:
             subst[key] = value
         for key, value in subst.items():
             if not isinstance(value, Symbol) or len(value._outputs) != 1:
-                raise TypeError(f"compose: {key!r} must be a single-output Symbol")
+                raise ArgumentTypeError(f"compose: {key!r} must be a single-output Symbol")
         outputs = copy_graph(self._outputs)
         ig = IndexedGraph(outputs)
         for node in ig.nodes:
@@ -180,7 +187,7 @@ class Symbol:
         node = self._single_node("_set_attr")
         for key, value in kwargs.items():
             if not isinstance(value, str):
-                raise ValueError(f"attribute {key!r}: values must be strings")
+                raise ArgumentValueError(f"attribute {key!r}: values must be strings")
             node.attrs[key] = value
 
     def _single_node(self, what: str) -> Node:
@@ -270,23 +277,24 @@ def Variable(name: str, attr: dict | None = None, shape: Sequence[int] | None = 
     """A placeholder for an input array. ``shape`` and ``dtype`` become ``__shape__`` and
     ``__dtype__`` hints for inference, as in MXNet."""
     if not isinstance(name, str):
-        raise TypeError("Variable name must be a string")
+        raise ArgumentTypeError("Variable name must be a string")
     attrs = AttrScope.current().get(attr)
     if shape is not None:
-        attrs["__shape__"] = to_attr_string(tuple(shape))
+        attrs["__shape__"] = to_attr_string(as_shape(shape, f"Variable {name!r}: shape"))
     if lr_mult is not None:
         attrs["__lr_mult__"] = str(lr_mult)
     if wd_mult is not None:
         attrs["__wd_mult__"] = str(wd_mult)
     if dtype is not None:
-        attrs["__dtype__"] = str(_FLAG_OF[np.dtype(dtype).name])
+        attrs["__dtype__"] = str(_FLAG_OF[as_dtype(dtype, f"Variable {name!r}: dtype").name])
     if init is not None:
         attrs["__init__"] = init if isinstance(init, str) else init.dumps()
     if stype is not None:
         attrs["__storage_type__"] = str({"default": 0, "row_sparse": 1, "csr": 2}[stype])
     for key, value in kwargs.items():
         if not (key.startswith("__") and key.endswith("__")):
-            raise ValueError(f"Variable {name!r}: attribute {key!r} must be of the form __x__")
+            raise ArgumentValueError(f"Variable {name!r}: attribute {key!r} must be of the form "
+                                     f"__x__")
         attrs[key] = to_attr_string(value)
     return Symbol([Entry(Node(None, name, attrs))])
 
@@ -296,8 +304,9 @@ var = Variable
 
 def Group(symbols: Sequence[Symbol]) -> Symbol:
     """One symbol whose outputs are the outputs of ``symbols`` in order."""
-    if not symbols or any(not isinstance(s, Symbol) for s in symbols):
-        raise TypeError("Group expects a non-empty list of Symbols")
+    if not isinstance(symbols, (list, tuple)) or not symbols or \
+            any(not isinstance(s, Symbol) for s in symbols):
+        raise ArgumentTypeError("Group expects a non-empty list of Symbols")
     return Symbol([e for s in symbols for e in s._outputs])
 
 
@@ -315,7 +324,7 @@ def create_op_symbol(called: str, args: Sequence[Any], kwargs: dict[str, Any]) -
     positional = list(args)
     for a in positional:
         if not isinstance(a, Symbol):
-            raise TypeError(f"{called}: positional arguments must be Symbols, got "
+            raise ArgumentTypeError(f"{called}: positional arguments must be Symbols, got "
                             f"{type(a).__name__}; pass attributes by keyword")
     if op.variadic and op.variadic not in raw:
         raw[op.variadic] = len(positional) + len(sym_kwargs)

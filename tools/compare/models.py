@@ -22,6 +22,7 @@ from typing import Any, Iterable, Mapping
 import numpy as np
 
 from graphexec.backends.onnxrt.api import import_model
+from graphexec.backends.onnxrt.checks import read_model
 from graphexec.core.ir.errors import GraphexecError
 from graphexec.core.symbol.json_io import load
 from graphexec.core.symbol.model import load_checkpoint, symbol_file
@@ -134,11 +135,9 @@ def _from_checkpoint(prefix: str, epoch: int, given: dict[str, Shape], seed: int
 
 
 def _from_onnx(path: str, given: dict[str, Shape], seed: int) -> Model:
-    import onnx
-    from google.protobuf.message import DecodeError
     try:
-        proto = onnx.load(path)
-    except (OSError, ValueError, DecodeError) as exc:
+        proto = read_model(path)
+    except GraphexecError as exc:
         raise ModelLoadError(f"cannot read ONNX model {path!r}: {exc}") from exc
     declared = _onnx_inputs(proto)
     unknown = [k for k in given if k not in declared]
@@ -257,8 +256,11 @@ def _read_json(path: str) -> Symbol:
 
 
 def _existing(path: str) -> str:
+    if os.path.isdir(path):
+        raise ModelLoadError(f"model file {path!r} is a folder, not a file")
     if not os.path.isfile(path):
-        raise ModelLoadError(f"model file {path!r} does not exist")
+        raise ModelLoadError(f"model file {path!r} does not exist" if not os.path.exists(path)
+                             else f"model file {path!r} is not a regular file")
     return path
 
 

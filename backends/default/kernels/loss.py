@@ -6,6 +6,7 @@ rules, checked against it): the output gradient is never read, the label's gradi
 is never written."""
 from __future__ import annotations
 
+import math
 from functools import partial
 
 import numpy as np
@@ -41,11 +42,12 @@ def identity(call):
 def _class_layout(p, out):
     """(rows, classes, positions): the output seen as (rows, classes, positions) with the
     class axis in the middle, as each mode of SoftmaxOutput takes it."""
+    shape = out.shape  # products, not divisions: a batch may be empty
     if p.preserve_shape:
-        return out.size // out.shape[-1], out.shape[-1], 1
+        return math.prod(shape[:-1]), shape[-1], 1
     if p.multi_output:
-        return out.shape[0], out.shape[1], out.size // (out.shape[0] * out.shape[1])
-    return out.shape[0], out.size // out.shape[0], 1
+        return shape[0], shape[1], math.prod(shape[2:])
+    return shape[0], math.prod(shape[1:]), 1
 
 
 @kernel("_backward_SoftmaxOutput")
@@ -117,7 +119,7 @@ def _one_hot_subtract(xp, p, label, grad):
 
 def _softmax_norm(xp, p, label, positions: int, ignore: int) -> float:
     if p.normalization == "batch":
-        return label.size
+        return max(label.size, 1)  # an empty batch has no gradient to scale
     if p.normalization == "valid":
         return max(int((label.astype(np.int64) != ignore).sum()), 1)
     return positions if p.multi_output else 1

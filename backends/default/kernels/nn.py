@@ -47,7 +47,7 @@ def fully_connected(call):
     xp, p, x, w = call.xp, call.params, call.inputs[0], call.inputs[1]
     out = call.outputs[0]
     rows = x.shape[0] if p.flatten else math.prod(x.shape[:-1])
-    data = reshaper(x, (rows, -1))
+    data = reshaper(x, (rows, w.shape[1]))  # not -1: a batch of 0 rows has no inferable width
     out2 = out.reshape(rows, p.num_hidden)
     bias = None if p.no_bias else call.inputs[2]
 

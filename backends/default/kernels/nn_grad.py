@@ -46,7 +46,7 @@ def fully_connected_backward(call):
     xp, p = call.xp, call.params
     og, x, w = call.inputs
     rows = x.shape[0] if p.flatten else math.prod(x.shape[:-1])
-    og2, x2 = reshaper(og, (rows, p.num_hidden)), reshaper(x, (rows, -1))
+    og2, x2 = reshaper(og, (rows, p.num_hidden)), reshaper(x, (rows, w.shape[1]))
     steps = []
     if call.req[0] != "null":
         dx2, commit = target(xp, call.outputs[0], (rows, w.shape[1]))

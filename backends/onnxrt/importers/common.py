@@ -2,6 +2,9 @@
 graphexec's explicit ops, and merging / splitting trailing axes (see :mod:`.importer`)."""
 from __future__ import annotations
 
+import numpy as np
+
+from ..checks import MAX_RANK
 from ..importing import node_attrs, node_error, op
 
 
@@ -9,18 +12,49 @@ def axes_of(ctx, node, index: int = 1) -> list[int] | None:
     """Axes from the attribute (older opsets) or the constant input ``index``."""
     attrs = node_attrs(node)
     if "axes" in attrs:
-        return list(attrs["axes"])
+        return ints(node, attrs["axes"], "axes")
     value = ctx.const(node, index, "axes")
-    return None if value is None else [int(a) for a in value.reshape(-1)]
+    return None if value is None else ints(node, value, "axes")
 
 
-def normalize(node, axes: list[int], rank: int | None) -> list[int]:
-    """``axes`` made non-negative for an input of ``rank``."""
+def ints(node, values, what: str, limit: int = MAX_RANK) -> list[int]:
+    """``values`` (an attribute list or a constant) as at most ``limit`` Python ints, for
+    attributes that are shapes, axes or per-axis values."""
+    flat = np.asarray(values).reshape(-1)
+    if flat.dtype.kind not in "biu" and flat.size:
+        raise node_error(node, f"{what} must be integers, got {flat.dtype} values")
+    if flat.size > limit:
+        raise node_error(node, f"{what} has {flat.size} values; at most {limit} (one per "
+                          f"axis) are imported")
+    return [int(v) for v in flat]
+
+
+def normalize(node, axes: list[int], rank: int | None, what: str = "axis") -> list[int]:
+    """``axes`` made non-negative for an input of ``rank``; an axis outside ``[-rank,
+    rank)`` (``[-MAX_RANK, MAX_RANK)`` when the rank is unknown) is an error."""
+    bound = MAX_RANK if rank is None else rank
+    bad = [a for a in axes if not -bound <= a < bound]
+    if bad:
+        raise node_error(node, f"{what} {bad[0]} is outside [-{bound}, {bound}) for an input "
+                          f"of rank {'unknown' if rank is None else rank}")
     if any(a < 0 for a in axes):
         if rank is None:
             raise node_error(node, f"negative axes {axes} need the input's rank, which shape "
                               "inference did not give")
         axes = [a % rank for a in axes]
+    if len(set(axes)) != len(axes):
+        raise node_error(node, f"{what} {axes} name an axis more than once")
+    return axes
+
+
+def checked_axes(node, axes: list[int], rank: int | None) -> list[int]:
+    """``axes`` made non-negative when the rank is known, else as they are (negative ones
+    then count from the end at bind); in range and distinct either way."""
+    if rank is not None:
+        return normalize(node, axes, rank, "axes")
+    normalize(node, [a for a in axes if a >= 0], None, "axes")
+    if len(set(axes)) != len(axes) or not all(-MAX_RANK <= a for a in axes):
+        raise node_error(node, f"axes {axes} must be distinct axes of the input")
     return axes
 
 

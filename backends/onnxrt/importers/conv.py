@@ -8,7 +8,21 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..checks import MAX_RANK
 from ..importing import importer, node_attrs, node_error, op
+
+
+def _geometry(node, kernel: tuple, **lists) -> None:
+    """Every per-axis attribute has one value per spatial axis (``pads``: two), kernel sizes,
+    strides and dilations are positive, pads not negative."""
+    nd = len(kernel)
+    if not 1 <= nd <= MAX_RANK or min(kernel) < 1:
+        raise node_error(node, f"kernel {list(kernel)} must hold 1 to {MAX_RANK} sizes >= 1")
+    for name, values in lists.items():
+        want, low = (2 * nd, 0) if name == "pads" else (nd, 0 if "pad" in name else 1)
+        if values is not None and (len(values) != want or min(values, default=low) < low):
+            raise node_error(node, f"{name} {list(values)} must hold {want} values >= {low} "
+                              f"for a {nd}-D kernel")
 
 
 def _spatial(ctx, node, nd: int, why: str) -> tuple:
@@ -52,6 +66,10 @@ def _conv(ctx, node):
     w_shape = ctx.static_shape(node, node.input[1], "Conv's num_filter and kernel")
     kernel = tuple(attrs.get("kernel_shape", w_shape[2:]))
     nd = len(kernel)
+    _geometry(node, kernel, strides=attrs.get("strides"), dilations=attrs.get("dilations"),
+              pads=attrs.get("pads"))
+    if attrs.get("group", 1) < 1:
+        raise node_error(node, f"group {attrs['group']} must be at least 1")
     strides, dil = tuple(attrs.get("strides", [1] * nd)), tuple(attrs.get("dilations", [1] * nd))
     begin, end = _pads(ctx, node, kernel, strides, dil)
     x, pad = _pad_extra(ctx, node, ctx.sym(node.input[0]), begin, end, 0.0)
@@ -89,6 +107,13 @@ def _conv_transpose(ctx, node):
     w_shape = ctx.static_shape(node, node.input[1], "ConvTranspose's num_filter and kernel")
     kernel = tuple(attrs.get("kernel_shape", w_shape[2:]))
     nd, group = len(kernel), attrs.get("group", 1)
+    _geometry(node, kernel, strides=attrs.get("strides"), dilations=attrs.get("dilations"),
+              pads=attrs.get("pads"), output_padding=attrs.get("output_padding"))
+    if group < 1:
+        raise node_error(node, f"group {group} must be at least 1")
+    if "output_shape" in attrs and len(attrs["output_shape"]) not in (nd, nd + 2):
+        raise node_error(node, f"output_shape {list(attrs['output_shape'])} must give the "
+                          f"{nd} spatial sizes (or the full shape)")
     strides, dil = tuple(attrs.get("strides", [1] * nd)), tuple(attrs.get("dilations", [1] * nd))
     begin, end = _deconv_pads(ctx, node, kernel, strides, dil)
     pad = [min(b, e + s - 1) if e <= b else b for b, e, s in zip(begin, end, strides)]
@@ -144,6 +169,8 @@ def _pool_attrs(ctx, node) -> dict:
     attrs = node_attrs(node)
     kernel = tuple(attrs["kernel_shape"])
     nd = len(kernel)
+    _geometry(node, kernel, strides=attrs.get("strides"), dilations=attrs.get("dilations"),
+              pads=attrs.get("pads"))
     dil = list(attrs.get("dilations", [1] * nd))
     if dil != [1] * nd:
         raise node_error(node, f"pooling dilations {dil}: graphexec's Pooling has none")

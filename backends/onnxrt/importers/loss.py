@@ -37,6 +37,27 @@ def _nll(ctx, node, log_prob, target: str, weight: str | None, dtype: str):
               suffix="loss")
 
 
+def _check_ranks(ctx, node) -> None:
+    """The ranks ONNX's function bodies need (ONNX Runtime expands them and refuses other
+    ranks): scores (N, C, ...), a target of one rank less, a (C,) weight."""
+    ranks = [ctx.rank(n) if n else None for n in list(node.input) + [""] * 3][:3]
+    if ranks[0] is not None and ranks[0] < 2:
+        raise node_error(node, f"scores {node.input[0]!r} of rank {ranks[0]}: (N, C, ...) "
+                          "is needed")
+    if None not in ranks[:2] and ranks[1] != ranks[0] - 1:
+        raise node_error(node, f"target {node.input[1]!r} has rank {ranks[1]}; one less than "
+                          f"the scores' rank {ranks[0]} is needed")
+    scores, target = (ctx.shape(n) for n in node.input[:2])
+    if scores is not None and target is not None and len(target) == len(scores) - 1 and any(
+            isinstance(a, int) and isinstance(b, int) and a != b
+            for a, b in zip(target, scores[:1] + tuple(scores[2:]))):
+        raise node_error(node, f"target shape {tuple(target)} does not match the scores' "
+                          f"(N, d1, ...) in {tuple(scores)}")
+    if ranks[2] is not None and ranks[2] != 1:
+        raise node_error(node, f"weight {node.input[2]!r} has rank {ranks[2]}; a (C,) vector "
+                          "is needed")
+
+
 def _float_name(ctx, name: str) -> str:
     dtype = ctx.dtype(name)
     return "float32" if dtype is None else dtype.name
@@ -44,6 +65,7 @@ def _float_name(ctx, name: str) -> str:
 
 @importer("NegativeLogLikelihoodLoss")
 def _nll_loss(ctx, node):
+    _check_ranks(ctx, node)
     weight = node.input[2] if len(node.input) > 2 and node.input[2] else None
     return [_nll(ctx, node, ctx.sym(node.input[0]), node.input[1], weight,
                  _float_name(ctx, node.input[0]))]
@@ -53,6 +75,7 @@ def _nll_loss(ctx, node):
 def _softmax_cross_entropy(ctx, node):
     """NLL of log_softmax over the class axis; the optional second output is that
     log-probability."""
+    _check_ranks(ctx, node)
     weight = node.input[2] if len(node.input) > 2 and node.input[2] else None
     log_prob = op(ctx, node, "log_softmax", [ctx.sym(node.input[0])], axis=1,
                   suffix="log_prob")

@@ -35,6 +35,7 @@ def _flat_param(ctx, node, index: int, size: int, suffix: str, fill: float):
     if name:
         return op(ctx, node, "Reshape", [ctx.sym(name)], shape=(size,), suffix=suffix)
     pname = f"{ctx.name(node)}_{suffix}"
+    ctx.spend(node, size * 8, f"its default {suffix}")
     ctx.arg_params[pname] = np.full(size, fill, dtype=ctx.dtype(node.input[0]) or "f4")
     return ctx.variable(pname)
 
@@ -96,6 +97,8 @@ def _lp_norm(ctx, node):
     """x / ||x||_p along ``axis``; 0 where the norm is 0, as ONNX defines it."""
     attrs, name = node_attrs(node), node.input[0]
     axis = normalize(node, [attrs.get("axis", -1)], ctx.rank(name))[0]
+    if attrs.get("p", 2) not in (1, 2):
+        raise node_error(node, f"p={attrs['p']}: only the L1 and L2 norms (p 1 or 2) exist")
     x = ctx.sym(name)
     norm = op(ctx, node, "norm", [x], ord=attrs.get("p", 2), axis=(axis,), keepdims=True,
               suffix="norm")

@@ -3,8 +3,9 @@ Clip, Constant, Identity / Dropout (see :mod:`.importer`)."""
 from __future__ import annotations
 
 import numpy as np
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto, helper
 
+from ..checks import tensor_value
 from ..importing import importer, node_attrs, node_error, op
 from .common import broadcast_inputs, same_shapes
 
@@ -66,7 +67,7 @@ def _dropout(ctx, node):
 
 def _tensor_attr(node, attrs: dict) -> np.ndarray:
     if "value" in attrs:
-        return numpy_helper.to_array(attrs["value"])
+        return tensor_value(attrs["value"], "value of Constant")
     for key, dtype in (("value_float", "f4"), ("value_floats", "f4"), ("value_int", "i8"),
                        ("value_ints", "i8")):
         if key in attrs:
@@ -133,7 +134,10 @@ def _mod(ctx, node):
     (both operands non-negative, where the two agree). graphexec's x mod 0 is 0; ONNX's
     float result is NaN, added as 0 / (1 - [b == 0])."""
     a, b = (ctx.sym(n) for n in node.input)
-    if not node_attrs(node).get("fmod", 0):
+    fmod = node_attrs(node).get("fmod", 0)
+    if fmod not in (0, 1):
+        raise node_error(node, f"fmod={fmod}: 0 or 1 is expected")
+    if not fmod:
         res = op(ctx, node, "broadcast_mod", [a, b], suffix="mod")
     else:
         rem = op(ctx, node, "broadcast_mod", [op(ctx, node, "abs", [a], suffix="abs_a"),
@@ -200,6 +204,8 @@ def _cast_to(ctx, node, x, to: int):
     """Cast ``x`` to ONNX type ``to``; a saturating float8 cast clips to the type's largest
     finite value first (inf too), which is what saturation means."""
     dtype = _cast_dtype(node, to)
+    if node_attrs(node).get("saturate", 1) != 1 and to not in _SATURATING:
+        raise node_error(node, "saturate=0 is meaningful only for a cast to a float8 type")
     if to in _SATURATING and node_attrs(node).get("saturate", 1):
         big = float(_finfo_max(dtype))
         x = op(ctx, node, "clip", [x], a_min=-big, a_max=big, suffix="saturate")
@@ -231,6 +237,10 @@ def _clip(ctx, node):
     broadcast ``minimum(maximum(x, min), max)``, ONNX's result even when min > max."""
     x = ctx.sym(node.input[0])
     lo, hi = _bound(ctx, node, 1, "min"), _bound(ctx, node, 2, "max")
+    attrs, big = node_attrs(node), float(np.finfo(np.float32).max)  # ONNX's defaults
+    if ("min" in attrs or "max" in attrs) and not attrs.get("min", -big) <= attrs.get("max", big):
+        raise node_error(node, f"attributes min={attrs.get('min')} and max={attrs.get('max')}: "
+                          "min must not exceed max (nor be NaN)")
     if isinstance(lo, float) and isinstance(hi, float):
         return [op(ctx, node, "clip", [x], a_min=lo, a_max=hi)]
     if lo is not None:

@@ -3,7 +3,7 @@ log-sum, log-sum-exp), ArgMax / ArgMin, OneHot (see :mod:`.importer`)."""
 from __future__ import annotations
 
 from ..importing import importer, node_attrs, node_error, op
-from .common import axes_of, normalize
+from .common import axes_of, checked_axes, normalize
 
 _REDUCE = {"ReduceSum": "sum", "ReduceMean": "mean", "ReduceMax": "max", "ReduceMin": "min",
            "ReduceProd": "prod", "ReduceSumSquare": "sum", "ReduceLogSum": "sum",
@@ -21,6 +21,8 @@ def _reduce(ctx, node):
     x = ctx.sym(node.input[0])
     if not axes and attrs.get("noop_with_empty_axes", 0):
         return [x]
+    if axes:
+        axes = checked_axes(node, axes, ctx.rank(node.input[0]))
     extra = {"keepdims": bool(attrs.get("keepdims", 1))}
     if axes:
         extra["axis"] = tuple(axes)
@@ -59,8 +61,12 @@ def _arg_reduce(ctx, node):
 def _one_hot(ctx, node):
     """graphexec's one_hot appends the new axis and gives off_value for negative indices:
     those are moved into range first (i + depth) and the axis moved to ``axis``."""
-    depth = int(ctx.const(node, 1, "depth").reshape(-1)[0])
-    values = ctx.const(node, 2, "values").reshape(-1)
+    depth, values = ctx.const(node, 1, "depth"), ctx.const(node, 2, "values").reshape(-1)
+    if depth is None or depth.size != 1 or values.size != 2:
+        raise node_error(node, "depth must be one value and values two (off, on)")
+    depth = int(depth.reshape(()))
+    if depth < 1:
+        raise node_error(node, f"depth {depth} must be at least 1")
     rank = ctx.rank(node.input[0])
     if rank is None:
         raise node_error(node, f"the rank of indices {node.input[0]!r} is unknown")

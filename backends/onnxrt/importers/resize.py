@@ -12,7 +12,10 @@ import math
 import numpy as np
 
 from ..importing import importer, node_attrs, node_error, op
-from .common import normalize
+from .common import ints, normalize
+
+#: the largest resized axis imported (its sampling positions are computed at import)
+_MAX_SIZE = 1 << 24
 
 _NEAREST = {"round_prefer_floor": lambda v: math.ceil(v - 0.5),
             "round_prefer_ceil": lambda v: math.floor(v + 0.5),
@@ -22,7 +25,7 @@ _NEAREST = {"round_prefer_floor": lambda v: math.ceil(v - 0.5),
 def _targets(ctx, node, attrs: dict, shape: tuple, legacy: bool) -> list[tuple[int, float]]:
     """(output size, scale) per axis, from ``scales`` or ``sizes`` (and the aspect policy)."""
     rank = len(shape)
-    axes = normalize(node, list(attrs.get("axes", range(rank))), rank)
+    axes = normalize(node, ints(node, attrs.get("axes", range(rank)), "axes"), rank)
     if legacy:
         scales = attrs.get("scales")
         scales = ctx.const(node, 1, "scales") if scales is None else np.array(scales)
@@ -31,7 +34,10 @@ def _targets(ctx, node, attrs: dict, shape: tuple, legacy: bool) -> list[tuple[i
         scales, sizes = ctx.const(node, 2, "scales"), ctx.const(node, 3, "sizes")
     out = [(d, 1.0) for d in shape]
     if sizes is not None and sizes.size:
-        want = [int(s) for s in sizes.reshape(-1)]
+        want = ints(node, sizes, "sizes")
+        if len(want) != len(axes) or min(want) < 1 or 0 in (shape[a] for a in axes):
+            raise node_error(node, f"sizes {want} must give one size >= 1 per resized axis "
+                              f"{axes} of a non-empty input")
         policy = attrs.get("keep_aspect_ratio_policy", b"stretch").decode()
         if policy == "stretch":
             for a, n in zip(axes, want):
@@ -42,7 +48,11 @@ def _targets(ctx, node, attrs: dict, shape: tuple, legacy: bool) -> list[tuple[i
         for a in axes:
             out[a] = (math.floor(scale * shape[a] + 0.5), scale)
         return out
+    if scales is None or scales.size != len(axes):
+        raise node_error(node, f"scales must give one value per resized axis {axes}")
     for a, s in zip(axes, (float(v) for v in scales.reshape(-1))):
+        if not (math.isfinite(s) and s > 0):
+            raise node_error(node, f"scale {s} of axis {a} must be a finite number > 0")
         out[a] = (math.floor(shape[a] * s), s)
     return out
 
@@ -70,8 +80,9 @@ def _modes(node, attrs: dict, legacy: bool) -> tuple[str, str, str]:
     nearest = "floor" if legacy else attrs.get("nearest_mode", b"round_prefer_floor").decode()
     if mode not in ("nearest", "linear"):
         raise node_error(node, f"mode {mode!r}: only nearest and linear resizing are imported")
-    if coords == "tf_crop_and_resize" or attrs.get("antialias", 0):
-        raise node_error(node, "tf_crop_and_resize and antialias are not imported")
+    if coords in ("tf_crop_and_resize", "tf_half_pixel_for_nn") or attrs.get("antialias", 0):
+        raise node_error(node, f"{coords if not attrs.get('antialias', 0) else 'antialias'} "
+                          "is not imported")
     return mode, coords, nearest
 
 
@@ -84,6 +95,12 @@ def _resize(ctx, node):
     x = ctx.sym(node.input[0])
     targets = _targets(ctx, node, attrs, shape, legacy)
     axes = [(a, n, s) for a, ((n, s), d) in enumerate(zip(targets, shape)) if (n, s) != (d, 1.0)]
+    for axis, n_out, scale in axes:
+        if not 0 < n_out <= _MAX_SIZE or (coords == "align_corners" and n_out > 1 and
+                                          shape[axis] * scale == 1):
+            raise node_error(node, f"axis {axis} resized from {shape[axis]} to {n_out} "
+                              f"(scale {scale}); sizes from 1 to {_MAX_SIZE} are imported")
+        ctx.spend(node, n_out * 24, f"the sampling positions of axis {axis}")
     for k, (axis, n_out, scale) in enumerate(axes):
         src = [_source(coords, i, shape[axis], n_out, scale) for i in range(n_out)]
         suffix = "" if k == len(axes) - 1 else f"ax{axis}_out"

@@ -7,12 +7,18 @@ constant inputs are constants too (MXNet's ``arange`` takes its bounds as attrib
 """
 from __future__ import annotations
 
-import numpy as np
-from onnx import helper, numpy_helper
+import math
 
+import numpy as np
+from onnx import helper
+
+from ..checks import MAX_RANK, tensor_value
 from ..errors import StaticShapeRequired
 from ..importing import importer, node_attrs, node_error, op
-from .common import normalize
+from .common import ints, normalize
+
+#: ConstantOfShape results above this size become graph nodes instead of constants
+_LAZY_BYTES = 1 << 20
 
 
 def _known(ctx, node, name: str, lo: int = 0, hi: int | None = None) -> tuple:
@@ -43,19 +49,43 @@ def _size(ctx, node):
 
 @importer("ConstantOfShape")
 def _constant_of_shape(ctx, node):
-    shape = tuple(int(d) for d in ctx.const(node, 0, "shape").reshape(-1))
+    """A constant when small; a large one (and none of its dims 0) becomes a ``_full`` node,
+    allocated when the graph is bound, never at import."""
+    shape = tuple(ints(node, ctx.const(node, 0, "shape"), "shape"))
+    if min(shape, default=0) < 0:
+        raise node_error(node, f"shape {list(shape)} has a negative dimension")
     value = node_attrs(node).get("value")
-    fill = np.zeros(1, np.float32) if value is None else numpy_helper.to_array(value)
+    fill = np.zeros(1, np.float32) if value is None else tensor_value(value, "value of node")
+    if fill.size != 1:
+        raise node_error(node, f"value must hold one element, it holds {fill.size}")
+    nbytes = math.prod(shape) * fill.dtype.itemsize
+    if nbytes > _LAZY_BYTES and 0 not in shape and fill.dtype.kind in "biuf":
+        return [op(ctx, node, "_full", [], shape=shape, value=float(fill.reshape(())),
+                   dtype=fill.dtype.name)]
+    ctx.spend(node, nbytes, f"a constant of shape {list(shape)}")
     ctx.consts[node.output[0]] = np.full(shape, fill.reshape(-1)[0], dtype=fill.dtype)
     return []
 
 
 @importer("Range")
 def _range(ctx, node):
-    start, limit, delta = (ctx.const(node, i, what).reshape(()) for i, what in
+    start, limit, delta = (_scalar_const(ctx, node, i, what) for i, what in
                            enumerate(("start", "limit", "delta")))
+    bounds = [float(v) for v in (start, limit, delta)]
+    if not all(map(math.isfinite, bounds)) or bounds[2] == 0:
+        raise node_error(node, f"start, limit, delta {bounds}: finite values and a non-zero "
+                          "delta are needed")
+    count = max(math.ceil((bounds[1] - bounds[0]) / bounds[2]), 0)
+    ctx.spend(node, count * start.dtype.itemsize, f"a range of {count} values")
     ctx.consts[node.output[0]] = np.arange(start, limit, delta, dtype=start.dtype)
     return []
+
+
+def _scalar_const(ctx, node, index: int, what: str) -> np.ndarray:
+    value = ctx.const(node, index, what)
+    if value is None or value.size != 1:
+        raise node_error(node, f"{what} must be a constant holding one value")
+    return value.reshape(())
 
 
 @importer("EyeLike")
@@ -63,7 +93,9 @@ def _eye_like(ctx, node):
     attrs = node_attrs(node)
     rows, cols = _known(ctx, node, node.input[0])
     to = attrs.get("dtype")
-    dtype = ctx.dtype(node.input[0]) if to is None else helper.tensor_dtype_to_np_dtype(to)
+    dtype = np.dtype(ctx.dtype(node.input[0]) if to is None else
+                     helper.tensor_dtype_to_np_dtype(to))
+    ctx.spend(node, rows * cols * dtype.itemsize, f"a {rows}x{cols} identity")
     ctx.consts[node.output[0]] = np.eye(rows, cols, attrs.get("k", 0), dtype=dtype)
     return []
 
@@ -72,13 +104,19 @@ def _slice_params(ctx, node) -> tuple[list, list, list, list]:
     """(starts, ends, axes, steps) from the attributes (opset < 10) or the inputs."""
     attrs = node_attrs(node)
     if "starts" in attrs:
-        starts, ends = list(attrs["starts"]), list(attrs["ends"])
-        return starts, ends, list(attrs.get("axes", range(len(starts)))), [1] * len(starts)
-    starts = [int(v) for v in ctx.const(node, 1, "starts").reshape(-1)]
-    ends = [int(v) for v in ctx.const(node, 2, "ends").reshape(-1)]
-    axes, steps = ctx.const(node, 3, "axes"), ctx.const(node, 4, "steps")
-    axes = list(range(len(starts))) if axes is None else [int(a) for a in axes.reshape(-1)]
-    steps = [1] * len(starts) if steps is None else [int(s) for s in steps.reshape(-1)]
+        starts, ends = ints(node, attrs["starts"], "starts"), ints(node, attrs["ends"], "ends")
+        axes = ints(node, attrs["axes"], "axes") if "axes" in attrs else \
+            list(range(len(starts)))
+        steps = [1] * len(starts)
+    else:
+        starts = ints(node, ctx.const(node, 1, "starts"), "starts")
+        ends = ints(node, ctx.const(node, 2, "ends"), "ends")
+        axes, steps = ctx.const(node, 3, "axes"), ctx.const(node, 4, "steps")
+        axes = list(range(len(starts))) if axes is None else ints(node, axes, "axes")
+        steps = [1] * len(starts) if steps is None else ints(node, steps, "steps")
+    if not len(starts) == len(ends) == len(axes) == len(steps):
+        raise node_error(node, f"starts {starts}, ends {ends}, axes {axes} and steps {steps} "
+                          "must have one value per sliced axis")
     return starts, ends, axes, steps
 
 
@@ -111,10 +149,14 @@ def _split_sizes(ctx, node, axis: int, count: int) -> list[int] | None:
     """Output sizes along ``axis``; None for an equal split into ``count``."""
     attrs = node_attrs(node)
     sizes = ctx.const(node, 1, "split")
+    if sizes is None and "split" in attrs:
+        sizes = attrs["split"]
     if sizes is not None:
-        return [int(v) for v in sizes.reshape(-1)]
-    if "split" in attrs:
-        return list(attrs["split"])
+        sizes = ints(node, sizes, "split", limit=len(node.output))
+        if len(sizes) != count or min(sizes) < 0:
+            raise node_error(node, f"split {sizes} must give {count} sizes >= 0, one per "
+                              "output")
+        return sizes
     dim = ctx.shape(node.input[0])[axis] if ctx.shape(node.input[0]) else None
     if isinstance(dim, int) and dim % count:
         chunk = -(-dim // count)
@@ -142,14 +184,18 @@ def _pad_params(ctx, node) -> tuple[list, float, str]:
     attrs = node_attrs(node)
     mode = attrs.get("mode", b"constant").decode()
     if "pads" in attrs or "paddings" in attrs:
-        return list(attrs.get("pads", attrs.get("paddings"))), attrs.get("value", 0.0), mode
-    pads = [int(v) for v in ctx.const(node, 1, "pads").reshape(-1)]
+        pads = ints(node, attrs.get("pads", attrs.get("paddings")), "pads", 2 * MAX_RANK)
+        return pads, attrs.get("value", 0.0), mode
+    pads = ints(node, ctx.const(node, 1, "pads"), "pads", 2 * MAX_RANK)
     value = ctx.const(node, 2, "constant_value")
     value = 0.0 if value is None else float(value.reshape(-1)[0])
     axes = ctx.const(node, 3, "axes")
     rank = ctx.rank(node.input[0])
     if axes is not None:
-        axes = normalize(node, [int(a) for a in axes.reshape(-1)], rank)
+        axes = normalize(node, ints(node, axes, "axes"), rank)
+        if rank is None or len(pads) != 2 * len(axes):
+            raise node_error(node, f"pads {pads} must hold two values per axis of {axes}, for "
+                              "an input of known rank")
         full = [0] * (2 * rank)
         for k, a in enumerate(axes):
             full[a], full[rank + a] = pads[k], pads[len(axes) + k]
@@ -162,6 +208,8 @@ def _pad(ctx, node):
     """graphexec's Pad (as MXNet's) pads the last two or three axes of 4-D / 5-D data (by
     constant, edge or reflect): other inputs get unit axes in front first, squeezed after."""
     pads, value, mode = _pad_params(ctx, node)
+    if len(pads) % 2:
+        raise node_error(node, f"pads {pads} must hold a begin and an end per axis")
     rank, x = len(pads) // 2, ctx.sym(node.input[0])
     if mode not in ("constant", "edge", "reflect"):
         raise node_error(node, f"mode {mode!r} is not imported (constant, edge, reflect)")

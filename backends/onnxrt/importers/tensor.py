@@ -7,13 +7,15 @@ import math
 
 import numpy as np
 
+from ..checks import MAX_RANK
 from ..importing import importer, node_attrs, node_error, op
-from .common import axes_of, merge_trailing, normalize, split_trailing, trailing_dims
+from .common import (axes_of, checked_axes, ints, merge_trailing, normalize, split_trailing,
+                     trailing_dims)
 
 
 @importer("Reshape")
 def _reshape(ctx, node):
-    shape = [int(d) for d in ctx.const(node, 1, "shape")]
+    shape = ints(node, ctx.const(node, 1, "shape"), "shape")
     if node_attrs(node).get("allowzero", 0) and 0 in shape:
         raise node_error(node, f"allowzero=1 with a 0 in shape {shape} asks for an empty "
                           "dimension; graphexec's Reshape reads 0 as 'copy this dimension'")
@@ -26,6 +28,10 @@ def _flatten(ctx, node):
     the right, so that no size has to be static)."""
     x, rank = ctx.sym(node.input[0]), ctx.rank(node.input[0])
     axis = node_attrs(node).get("axis", 1)
+    top = MAX_RANK if rank is None else rank  # axis == rank: everything in the first axis
+    if not -top <= axis <= top:
+        raise node_error(node, f"axis {axis} is outside [-{top}, {top}] for an input of rank "
+                          f"{'unknown' if rank is None else rank}")
     if axis < 0:
         axis = normalize(node, [axis], rank)[0]
     if axis == 1:
@@ -42,8 +48,11 @@ def _concat(ctx, node):
 
 @importer("Transpose")
 def _transpose(ctx, node):
-    perm = node_attrs(node).get("perm")
-    extra = {} if perm is None else {"axes": tuple(perm)}
+    perm, rank = node_attrs(node).get("perm"), ctx.rank(node.input[0])
+    if perm is not None and sorted(perm) != list(range(len(perm) if rank is None else rank)):
+        raise node_error(node, f"perm {list(perm)} is not a permutation of the input's "
+                          f"{len(perm) if rank is None else rank} axes")
+    extra = {} if perm is None else {"axes": tuple(ints(node, perm, "perm"))}
     return [op(ctx, node, "transpose", [ctx.sym(node.input[0])], **extra)]
 
 
@@ -103,8 +112,8 @@ def _one_hot_max(ctx, node, x, depth: int, dtype: str, suffix: str):
 
 @importer("Gather")
 def _gather(ctx, node):
-    axis = node_attrs(node).get("axis", 0)
     data, idx = node.input
+    axis = normalize(node, [node_attrs(node).get("axis", 0)], ctx.rank(data))[0]
     table = ctx.consts.get(data)
     if axis == 0 and table is not None and table.ndim == 2 and idx not in ctx.consts:
         return [op(ctx, node, "Embedding", [ctx.sym(idx), ctx.sym(data)],
@@ -141,13 +150,15 @@ def _unsqueeze(ctx, node):
 @importer("Squeeze")
 def _squeeze(ctx, node):
     axes = axes_of(ctx, node)
+    if axes:
+        axes = checked_axes(node, axes, ctx.rank(node.input[0]))
     extra = {} if not axes else {"axis": tuple(axes)}
     return [op(ctx, node, "squeeze", [ctx.sym(node.input[0])], **extra)]
 
 
 @importer("Tile")
 def _tile(ctx, node):
-    reps = tuple(int(r) for r in ctx.const(node, 1, "repeats").reshape(-1))
+    reps = tuple(ints(node, ctx.const(node, 1, "repeats"), "repeats"))
     return [op(ctx, node, "tile", [ctx.sym(node.input[0])], reps=reps)]
 
 
@@ -155,7 +166,7 @@ def _tile(ctx, node):
 def _expand(ctx, node):
     """Bidirectional broadcast to ``shape``: broadcast_to keeps an input dimension where the
     target says 1 (code 0), after leading axes are added to match ranks."""
-    shape = [int(d) for d in ctx.const(node, 1, "shape").reshape(-1)]
+    shape = ints(node, ctx.const(node, 1, "shape"), "shape")
     rank = ctx.rank(node.input[0])
     if rank is None:
         raise node_error(node, f"the rank of input {node.input[0]!r} is unknown")
@@ -174,6 +185,7 @@ def _trilu(ctx, node):
     if rank is None or rank < 2:
         raise node_error(node, f"input {x!r} must have a known rank of 2 or more")
     rows, cols = trailing_dims(ctx, node, x, rank - 2, "Trilu's mask")
+    ctx.spend(node, rows * cols * 8, "Trilu's mask")
     k = ctx.const(node, 1, "k")
     k = 0 if k is None else int(k.reshape(-1)[0])
     tri = np.triu if node_attrs(node).get("upper", 1) else np.tril
@@ -191,7 +203,11 @@ def _depth_space(ctx, node):
     """The reshape / transpose / reshape the ONNX definition spells out (static shape)."""
     attrs = node_attrs(node)
     b = attrs["blocksize"]
+    if b < 1:
+        raise node_error(node, f"blocksize {b} must be at least 1")
     n, c, h, w = ctx.static_shape(node, node.input[0], node.op_type)
+    if attrs.get("mode", b"DCR") not in (b"DCR", b"CRD"):
+        raise node_error(node, f"mode {attrs['mode']!r} is not DCR or CRD")
     dcr = attrs.get("mode", b"DCR") == b"DCR"
     if node.op_type == "SpaceToDepth":
         split, perm, out = (n, c, h // b, b, w // b, b), \
