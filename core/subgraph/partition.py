@@ -38,15 +38,15 @@ def partition_symbol(sym: Symbol, prop: SubgraphProperty, backend: str, prop_ind
         if bad is None:
             break
         for nid in regions.pop(bad):
-            plan.decide(ig.nodes[nid].name, ig.nodes[nid].op.name, "order")
+            plan.decide(ig.nodes[nid], "order")
         if not regions:
             return sym
     start = len(plan.regions)
     for k, (members, info) in enumerate(zip(regions, built)):
         for nid in members:
-            plan.claim(ig.nodes[nid].name, ig.nodes[nid].op.name, backend, start + k)
+            plan.claim(ig.nodes[nid], backend, start + k)
         plan.regions.append(Region(start + k, backend, prop.name, info["node"],
-                                   [ig.nodes[n].name for n in members], info["inputs"],
+                                   [plan.label(ig.nodes[n]) for n in members], info["inputs"],
                                    info["outputs"]))
     return new
 
@@ -62,7 +62,7 @@ def grow_regions(ig: IndexedGraph, prop: SubgraphProperty, plan: PartitionPlan) 
             continue
         selector.reset()
         if not selector.select(node):
-            plan.decide(node.name, node.op.name, selector.why_not(node) or "unsupported")
+            plan.decide(node, selector.why_not(node) or "unsupported")
             continue
         members = _grow(ig, nid, selector, taken, consumers)
         selector.filter_reason = None
@@ -71,7 +71,7 @@ def grow_regions(ig: IndexedGraph, prop: SubgraphProperty, plan: PartitionPlan) 
         _reject(ig, plan, set(members) - kept, selector.filter_reason or "filter", taken)
         kept, removed = _convexify(ig, kept, consumers)
         for nid in removed:  # cut to keep this region convex: they may seed a later region
-            plan.decide(ig.nodes[nid].name, ig.nodes[nid].op.name, "cycle")
+            plan.decide(ig.nodes[nid], "cycle")
         if len(kept) < max(int(prop.attrs.get("min_size", 1)), 1):
             _reject(ig, plan, kept, "min_size", taken)
             continue
@@ -117,7 +117,7 @@ def _candidate(ig: IndexedGraph, nid: int, members: set[int], taken: set[int]) -
 
 def _reject(ig, plan, nids, reason, taken) -> None:
     for nid in nids:
-        plan.decide(ig.nodes[nid].name, ig.nodes[nid].op.name, reason)
+        plan.decide(ig.nodes[nid], reason)
         taken.add(nid)
 
 
@@ -255,7 +255,7 @@ def drop_cyclic_regions(ig: IndexedGraph, regions: list[list[int]],
             return regions
         for k in drop:
             for nid in regions.pop(k):
-                plan.decide(ig.nodes[nid].name, ig.nodes[nid].op.name, "cycle")
+                plan.decide(ig.nodes[nid], "cycle")
 
 
 def cycles(succ: dict[int, set[int]]) -> list[set[int]]:

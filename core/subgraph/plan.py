@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 
-__all__ = ["PartitionPlan", "NodeDecision", "Region", "REASONS"]
+__all__ = ["PartitionPlan", "NodeDecision", "Region", "REASONS", "node_labels"]
 
 #: the reasons a node is left unclaimed
 REASONS = {
@@ -17,6 +17,17 @@ REASONS = {
     "order": "excluded to keep the argument order",
     "disabled": "property disabled",
 }
+
+
+def node_labels(nodes) -> list[str]:
+    """The plan's row key of each operator node, in graph order: its name, or ``name#k`` for
+    the k-th node (k >= 2) of a name several nodes share."""
+    seen: dict[str, int] = {}
+    out = []
+    for node in nodes:
+        seen[node.name] = seen.get(node.name, 0) + 1
+        out.append(node.name if seen[node.name] == 1 else f"{node.name}#{seen[node.name]}")
+    return out
 
 
 @dataclass
@@ -52,16 +63,36 @@ class PartitionPlan:
     #: the ``auto`` strategy's measurements: per candidate region, its backend, members,
     #: timings_ms (native and the backend's) and what was chosen
     decisions: list[dict] = field(default_factory=list)
+    #: id(node.attrs) -> label, for nodes whose name is not unique in the graph
+    _labels: dict = field(default_factory=dict, repr=False, compare=False)
 
-    def decide(self, name: str, op: str, reason: str | None) -> None:
-        """Record why ``name`` was not claimed (the first reason given wins; None only
+    def register(self, nodes) -> None:
+        """List the operator ``nodes`` in this order. MXNet graphs may hold several nodes of
+        one name (Gluon reuses a block): the second and later get the label ``name#2``,
+        ``name#3``... so each keeps its own row. The label follows a node through
+        partitioning because the copies the partitioner makes share their original's
+        ``attrs`` dict."""
+        ops = [n for n in nodes if n.op is not None]
+        for node, label in zip(ops, node_labels(ops)):
+            if label != node.name:
+                self._labels[id(node.attrs)] = label
+            self.decide(node, None)
+
+    def label(self, node) -> str:
+        """The node's row key: its name, or ``name#k`` for the k-th node of a repeated name."""
+        return self._labels.get(id(node.attrs), node.name)
+
+    def decide(self, node, reason: str | None) -> None:
+        """Record why ``node`` was not claimed (the first reason given wins; None only
         registers the node)."""
-        d = self.nodes.setdefault(name, NodeDecision(name, op))
+        label = self.label(node)
+        d = self.nodes.setdefault(label, NodeDecision(label, node.op.name))
         if d.region is None and d.reason is None:
             d.reason = reason
 
-    def claim(self, name: str, op: str, backend: str, region: int) -> None:
-        d = self.nodes.setdefault(name, NodeDecision(name, op))
+    def claim(self, node, backend: str, region: int) -> None:
+        label = self.label(node)
+        d = self.nodes.setdefault(label, NodeDecision(label, node.op.name))
         d.backend, d.region, d.reason = backend, region, None
 
     @property
