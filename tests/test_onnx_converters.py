@@ -25,6 +25,8 @@ UNCONVERTED = {
               "graphexec's results",
     "gamma": "ONNX has no gamma function",
     "gammaln": "ONNX has no log-gamma function",
+    "_contrib_boolean_mask": "its output shape depends on the data: regions run static "
+                             "shapes, so the partitioner keeps it native",
 }
 #: backward and region ops never reach an inference export
 INTERNAL_TRAITS = {"backward", "subgraph"}

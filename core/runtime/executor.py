@@ -55,7 +55,8 @@ class Executor:
         ig = graph.indexed
         num_out = graph.attrs.get("num_forward_outputs", len(graph.outputs))
         # users see NDArray views of the planned buffers; kernels keep the plain arrays
-        self.outputs = [user_array(self._plan.arrays[e], ctx) for e in ig.outputs[:num_out]]
+        self._out_eids = ig.outputs[:num_out]
+        self._set_outputs()
         self._head_grad_eids = [None if v is None else ig.entry_id(v)
                                 for v in graph.attrs.get("head_grad_nodes", [])]
         self._last_forward_trained = self._backward_ran = False
@@ -63,6 +64,13 @@ class Executor:
         plugins = plugin_manager()
         self._observed = plugins.has_observers("graphexec_executor_run")
         plugins.notify("graphexec_executor_bound", executor=self)
+
+    def _set_outputs(self) -> None:
+        """``outputs`` as user arrays (None for a dynamic output before the first forward)."""
+        arrays = self._plan.arrays
+        self.outputs = [None if arrays[e] is None else user_array(arrays[e], self._ctx)
+                        for e in self._out_eids]
+        self._output_dict = None
 
     def _external_storage(self, graph: Graph) -> tuple[dict, dict, dict]:
         """Entry id -> user array (arguments, aux states, gradient buffers), entry id -> req of
@@ -98,6 +106,8 @@ class Executor:
                 and self._plan.graph.attrs.get("backward_clobbers_forward")):
             self._forward_rng_state = generator().bit_generator.state  # for _replay_forward
         self._run("forward", bool(is_train))
+        if self._plan.dynamic is not None:  # outputs whose shape settled in this forward
+            self._set_outputs()
         self._last_forward_trained = bool(is_train)
         self._backward_ran = False
         return self.outputs
@@ -129,6 +139,8 @@ class Executor:
                     f"symbol. (output {i}, {self._symbol.list_outputs()[i]!r}, has no head "
                     f"gradient)")
             target = self._plan.arrays[eid]
+            if self._plan.dynamic is not None:  # shaped like the output settled in forward
+                target = self._plan.dynamic.head_gradient(self._plan, eid, self._out_eids[i])
             if tuple(grads[i].shape) != target.shape:
                 raise ArgumentShapeError(f"out_grads[{i}] ({self._symbol.list_outputs()[i]!r}) "
                                          f"has shape {tuple(grads[i].shape)}, the output has "

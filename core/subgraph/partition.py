@@ -12,13 +12,14 @@ from __future__ import annotations
 import heapq
 
 from ..ir.graph import Entry, IndexedGraph, Node
+from ..ops.dynamic import DYNAMIC
 from ..ops.registry import find_op
 from ..symbol.symbol import Symbol, entry_name
 from .api import SubgraphProperty, SubgraphSelector, VetoSelector
 from .plan import PartitionPlan, Region
 from .region import make_region_node
 
-__all__ = ["partition_symbol", "grow_regions", "drop_cyclic_regions", "cycles",
+__all__ = ["partition_symbol", "grow_regions", "dynamic_nodes", "drop_cyclic_regions", "cycles",
            "discovery_order", "region_inputs", "region_outputs"]
 
 
@@ -55,7 +56,10 @@ def partition_symbol(sym: Symbol, prop: SubgraphProperty, backend: str, prop_ind
 def grow_regions(ig: IndexedGraph, prop: SubgraphProperty, plan: PartitionPlan) -> list[list[int]]:
     consumers = ig.consumers()
     selector = _excluding(prop.create_selector(), prop.attrs.get("exclude_ops") or ())
-    taken: set[int] = set()
+    blocked = dynamic_nodes(ig, getattr(prop, "shapes", None))
+    for nid, reason in blocked.items():
+        plan.decide(ig.nodes[nid], reason)
+    taken: set[int] = set(blocked)
     regions: list[list[int]] = []
     for nid, node in enumerate(ig.nodes):
         if node.op is None or nid in taken or "subgraph" in node.op.traits:
@@ -78,6 +82,28 @@ def grow_regions(ig: IndexedGraph, prop: SubgraphProperty, plan: PartitionPlan) 
         taken |= kept
         regions.append(sorted(kept))
     return regions
+
+
+def dynamic_nodes(ig: IndexedGraph, shapes=None) -> dict[int, str]:
+    """Nodes no region may take, with the reason: ops whose output shape depends on the data
+    (``dynamic``) and the nodes after them whose shapes settle only at run time
+    (``after_dynamic``; every node downstream when ``shapes``, a property's
+    :class:`NodeShapes`, is not given). A region's runner is built for static shapes."""
+    found = {nid: "dynamic" for nid, n in enumerate(ig.nodes)
+             if n.op is not None and DYNAMIC in n.op.traits}
+    if not found:
+        return found
+    consumers, stack, seen = ig.consumers(), list(found), set(found)
+    while stack:
+        for c in consumers[stack.pop()]:
+            if c in seen:
+                continue
+            seen.add(c)
+            stack.append(c)
+            node = ig.nodes[c]
+            if shapes is None or None in shapes.inputs(node) + shapes.outputs(node):
+                found[c] = "after_dynamic"
+    return found
 
 
 def _excluding(selector, exclude_ops) -> SubgraphSelector:

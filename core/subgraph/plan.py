@@ -16,6 +16,9 @@ REASONS = {
     "inference_only": "property skipped as inference_only (gradients requested)",
     "order": "excluded to keep the argument order",
     "disabled": "property disabled",
+    "dynamic": "output shape depends on the data (dynamic shape): runs natively, its shape "
+               "settled at run time",
+    "after_dynamic": "shape settles only at run time (after a dynamic-shape op): runs natively",
 }
 
 
