@@ -14,7 +14,8 @@ def _mask_inputs(rng, shape, dtype, index):
     if index == 0:
         return None  # uniform data
     flags = np.zeros(shape, dtype)
-    flags[rng.permutation(shape[0])[: shape[0] // 2 + 1]] = rng.choice([1, -2, 3], shape[0] // 2 + 1)
+    kept = rng.permutation(shape[0])[: shape[0] // 2 + 1]
+    flags[kept] = rng.choice([1, -2, 3], len(kept))
     return flags
 
 
