@@ -14,13 +14,13 @@ from opcases import all_cases  # noqa: E402
 
 import graphexec as gx  # noqa: E402
 from graphexec.backends.onnxrt.api import export_model  # noqa: E402
-from graphexec.backends.onnxrt.converters import CONVERTERS  # noqa: E402
+from graphexec.backends.onnxrt.converters import CONVERTERS, NOT_EXPRESSED  # noqa: E402
 from graphexec.core.ir.errors import GraphexecError  # noqa: E402
 from graphexec.core.ops import all_ops, get_op  # noqa: E402
 from graphexec.core.symbol.symbol import create_op_symbol  # noqa: E402
 
-#: registered ops without a converter, and why
-UNCONVERTED = {
+#: registered ops without a converter, and why (with those the converters declare)
+UNCONVERTED = NOT_EXPRESSED | {
     "erfinv": "ONNX has no inverse error function; an approximation would not give "
               "graphexec's results",
     "gamma": "ONNX has no gamma function",
