@@ -13,7 +13,9 @@ medians in ms on one line:
     /path/to/mxvenv/bin/python benchmarks/mxnet_oracle.py serve SPEC.json
         -> a worker for timing in alternation (common.MXNetWorker): binds the symbol SPEC
            names, prints "ready", then answers each line "forward" / "train" on stdin with
-           the ms of one inference forward / one forward+backward
+           the ms of one inference forward / one forward+backward. Optional SPEC keys:
+           "params" (an MXNet .params file loaded instead of random values), "inputs" (an
+           .npz of input arrays by name); no "trained" names: inference only
 """
 import gzip
 import os
@@ -118,18 +120,36 @@ def _fill_inputs(exe, spec: dict, rng) -> None:
             arr[:] = rng.uniform(-0.05, 0.05, arr.shape).astype("f4")
 
 
+def _load_values(exe, spec: dict) -> None:
+    """The spec's trained parameters ("params": arg:/aux: names, as MXNet saves them) and
+    input arrays ("inputs": an .npz by input name), where given."""
+    if spec.get("params"):
+        for key, value in mx.nd.load(spec["params"]).items():
+            kind, name = key.split(":", 1)
+            target = (exe.arg_dict if kind == "arg" else exe.aux_dict).get(name)
+            if target is not None:
+                target[:] = value
+    if spec.get("inputs"):
+        for name, value in np.load(spec["inputs"]).items():
+            if name in exe.arg_dict:
+                exe.arg_dict[name][:] = value
+
+
 def serve(spec_path: str) -> None:
     """Bind the spec's symbol for inference and training, then time one call per request."""
     import json
     spec = json.loads(Path(spec_path).read_text())
     sym = mx.sym.load(spec["symbol"])
     shapes = {k: tuple(v) for k, v in spec["shapes"].items()}
-    grads = {n: "write" if n in spec["trained"] else "null" for n in sym.list_arguments()}
+    trained = spec.get("trained", [])
+    grads = {n: "write" if n in trained else "null" for n in sym.list_arguments()}
     rng = np.random.default_rng(0)
-    execs = {"forward": sym.simple_bind(mx.cpu(), grad_req="null", **shapes),
-             "train": sym.simple_bind(mx.cpu(), grad_req=grads, **shapes)}
+    execs = {"forward": sym.simple_bind(mx.cpu(), grad_req="null", **shapes)}
+    if trained:
+        execs["train"] = sym.simple_bind(mx.cpu(), grad_req=grads, **shapes)
     for exe in execs.values():
         _fill_inputs(exe, spec, rng)
+        _load_values(exe, spec)
 
     def forward():
         execs["forward"].forward(is_train=False)
@@ -139,7 +159,7 @@ def serve(spec_path: str) -> None:
         execs["train"].forward(is_train=True)
         execs["train"].backward()
         mx.nd.waitall()
-    calls = {"forward": forward, "train": train}
+    calls = {"forward": forward, "train": train} if trained else {"forward": forward}
     for fn in calls.values():
         fn()
     print("ready", flush=True)
