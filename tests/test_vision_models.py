@@ -82,15 +82,15 @@ def _by_box(rows: np.ndarray) -> np.ndarray:
 
 def _compare_detections(name: str, outs: list, want: list) -> None:
     """Post-NMS detections row by row (id, score, box). Detections whose scores tie within
-    rounding may come in either order (both sort by score): rows are compared as a set
-    within each run of tied scores."""
+    rounding (float32 through a deep random network: about 1e-4) may come in either order
+    (both sort by score): rows are compared as a set within each run of tied scores."""
     got, ref = _rows(outs), _rows(want)
     scale = max(float(np.abs(ref[:, 2:]).max(initial=1.0)), 1.0)
-    np.testing.assert_allclose(got[:, 1], ref[:, 1], rtol=1e-4, atol=1e-5,
+    np.testing.assert_allclose(got[:, 1], ref[:, 1], rtol=1e-3, atol=1e-4,
                                err_msg=f"{name}: scores")
     start = 0
     for k in range(1, len(ref) + 1):
-        if k < len(ref) and abs(ref[k, 1] - ref[k - 1, 1]) <= 1e-5 + 1e-4 * abs(ref[k, 1]):
+        if k < len(ref) and abs(ref[k, 1] - ref[k - 1, 1]) <= 1e-4 + 1e-3 * abs(ref[k, 1]):
             continue
         np.testing.assert_allclose(_by_box(got[start:k]), _by_box(ref[start:k]), rtol=1e-3,
                                    atol=1e-4 * scale,

@@ -2,7 +2,7 @@
 logical ops, clip, Cast, where, add_n, zeros_like/ones_like, identity, BlockGrad."""
 from __future__ import annotations
 
-from .common import (Bool, DType, Float, InferError, Int, OpDef, ShapeConflict, assign,
+from .common import (Bool, DType, Float, InferError, Int, OpDef, ShapeConflict, Str, assign,
                      assign_dtype, merge, register_op, same_shape, same_type)
 
 UNARY_MATH = (
@@ -131,8 +131,10 @@ def _declare() -> None:
         _unary(name)
     _unary("_copy", aliases=("identity", "_identity"))
     _unary("BlockGrad", aliases=("stop_gradient",))
-    _unary("zeros_like")
-    _unary("ones_like")
+    # MXNet 1.9.1 registers no attribute parser for these: attributes are kept and ignored
+    # (GluonCV's CenterNet decoder passes dtype; the output keeps the input's dtype)
+    _unary("zeros_like", params={"dtype": Str("None")})
+    _unary("ones_like", params={"dtype": Str("None")})
     _unary("clip", params={"a_min": Float(), "a_max": Float()})
     _unary("hard_sigmoid", params={"alpha": Float(0.2), "beta": Float(0.5)})
     register_op(OpDef("Cast", aliases=("cast",), params={"dtype": DType()},
