@@ -61,7 +61,9 @@ def _compare(name: str, outs: list, io, meta: dict) -> None:
     for k, got in enumerate(outs):
         want = io[f"out{k}"]
         scale = float(np.abs(want[np.isfinite(want)]).max(initial=1.0))
-        np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-4 * scale,
+        # float32 rounding grows through 50 random layers: ~3e-4 of the largest value in the
+        # dilated segmenters, for MXNet vs graphexec and MXNet vs ONNX Runtime alike
+        np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-3 * scale,
                                    err_msg=f"{name} output {k}")
 
 
