@@ -13,7 +13,8 @@ medians in ms on one line:
     /path/to/mxvenv/bin/python benchmarks/mxnet_oracle.py serve SPEC.json
         -> a worker for timing in alternation (common.MXNetWorker): binds the symbol SPEC
            names, prints "ready", then answers each line "forward" / "train" on stdin with
-           the ms of one inference forward / one forward+backward
+           the ms of one inference forward / one forward+backward; the optional SPEC key
+           "arrays" names an .npz of input values to use instead of random ones
 """
 import gzip
 import os
@@ -128,8 +129,11 @@ def serve(spec_path: str) -> None:
     rng = np.random.default_rng(0)
     execs = {"forward": sym.simple_bind(mx.cpu(), grad_req="null", **shapes),
              "train": sym.simple_bind(mx.cpu(), grad_req=grads, **shapes)}
+    fixed = np.load(spec["arrays"]) if spec.get("arrays") else {}
     for exe in execs.values():
         _fill_inputs(exe, spec, rng)
+        for name in fixed:  # inputs whose values matter (e.g. the boxes of an NMS)
+            exe.arg_dict[name][:] = fixed[name]
 
     def forward():
         execs["forward"].forward(is_train=False)
