@@ -48,8 +48,8 @@ class _Boxes:
     """Edges and areas of ranked boxes as contiguous arrays, and scratch matrices reused
     by every block (fresh large temporaries would cost a page fault per page each time)."""
 
-    def __init__(self, xp, boxes, box_areas, center: bool):
-        self.xp = xp
+    def __init__(self, xp, boxes, box_areas, center: bool, inclusive: bool = False):
+        self.xp, self.inclusive = xp, inclusive
         self.edges = [xp.ascontiguousarray(e) for e in _edges(xp, boxes, center)]
         self.areas = box_areas
         self._scratch = None
@@ -67,8 +67,9 @@ class _Boxes:
         """(len(rows), len(cols)): IoU of box ``rows[i]`` and ``cols[j]`` > thresh, as MXNet
         computes it: w = min(x2) - max(x1) clipped at 0, likewise h, IoU = w * h /
         ((area_i + area_j) - w * h). With thresh >= 0 a pair with w <= 0 or h <= 0 (IoU 0
-        or NaN) never passes, so the clipping is a mask. The result is scratch memory,
-        valid until the next call."""
+        or NaN) never passes, so the clipping is a mask. ``inclusive``: MultiBoxDetection's
+        test, IoU >= thresh with IoU 0 where the union is <= 0. The result is scratch
+        memory, valid until the next call."""
         xp, (x1, y1, x2, y2) = self.xp, self.edges
         w, h, u, pos, hit = self._buffers((rows.size, cols.size))
         r, c = (slice(None), None), (None, slice(None))
@@ -85,16 +86,20 @@ class _Boxes:
         w *= h
         xp.add(self.areas[rows][r], self.areas[cols][c], out=u)
         u -= w
+        if self.inclusive:
+            xp.logical_and(pos, xp.greater(u, 0, out=hit), out=pos)
         with np.errstate(invalid="ignore", divide="ignore"):
             w /= u
-        return xp.logical_and(pos, xp.greater(w, thresh, out=hit), out=hit)
+        test = xp.greater_equal if self.inclusive else xp.greater
+        return xp.logical_and(pos, test(w, thresh, out=hit), out=hit)
 
 
-def greedy_keep(xp, boxes, box_areas, classes, thresh, center: bool):
+def greedy_keep(xp, boxes, box_areas, classes, thresh, center: bool = False,
+                inclusive: bool = False):
     """Greedy NMS over boxes already in rank order: which are kept (bool (n,)). With
     ``classes``, a box only suppresses boxes of its own class, so each class runs alone
     (unless there are so many distinct ids that the classes are better compared in bulk)."""
-    table = _Boxes(xp, boxes, box_areas, center)
+    table = _Boxes(xp, boxes, box_areas, center, inclusive)
     n = boxes.shape[0]
     if classes is None:
         return _greedy(xp, table, xp.arange(n), None, thresh)

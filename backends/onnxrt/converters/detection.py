@@ -13,3 +13,11 @@ not_expressed("left to the native kernels: used when training detectors (target 
               "assignment), never at inference", "_contrib_box_encode")
 not_expressed("left to the native kernels for now (elementwise box arithmetic ONNX could "
               "express; not converted yet)", "_contrib_box_iou", "_contrib_box_decode")
+not_expressed("SSD training-target assignment (greedy matching, hard negative mining); "
+              "training only", "_contrib_MultiBoxTarget")
+not_expressed("anchor boxes depend only on the feature map's shape: left to the native "
+              "kernel (the values could be a constant, not converted yet)",
+              "_contrib_MultiBoxPrior")
+not_expressed("MXNet's per-class NMS keeps every row in place (suppressed ones get class -1) "
+              "after a stable score sort; ONNX NonMaxSuppression returns selected indices",
+              "_contrib_MultiBoxDetection")

@@ -124,9 +124,69 @@ def _matching_cases(out):
     })
 
 
+def _softmax(x, axis):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return (e / e.sum(axis=axis, keepdims=True)).astype("float32")
+
+
+def _multibox_cases(out):
+    rng = _rng(4)
+    feat = rng.uniform(0, 1, (2, 3, 4, 5)).astype("float32")
+    prior = "_contrib_MultiBoxPrior"
+    out.update({
+        "prior_default": dict(op=prior, inputs=[feat], attrs={}, grad=(0,)),
+        "prior_sizes_ratios": dict(op=prior, inputs=[feat], attrs=dict(
+            sizes=(0.3, 0.6, 0.9), ratios=(1, 2, 0.5, 3))),
+        "prior_clip_steps": dict(op=prior, inputs=[feat], attrs=dict(
+            sizes=(0.5, 0.8), ratios=(1, 2), clip=True, steps=(0.2, 0.3), offsets=(0.2, 0.7))),
+    })
+    anchors = corner_boxes(rng, 30, hi=0.4)[None]
+    labels = np.full((2, 4, 6), -1, "float32")
+    gts = corner_boxes(rng, 5, lo=0.1, hi=0.4)
+    labels[0, :3, 0], labels[0, :3, 1:5] = [0, 2, 1], gts[:3]
+    labels[1, :2, 0], labels[1, :2, 1:5] = [1, 1], gts[3:]
+    labels[:, :, 5] = 7  # a column beyond the box: ignored
+    labels[1, 2:, 5] = -1
+    preds = rng.normal(0, 1, (2, 3, 30)).astype("float32")
+    target = "_contrib_MultiBoxTarget"
+    empty = np.full((2, 3, 5), -1, "float32")
+    out.update({
+        "target_default": dict(op=target, inputs=[anchors, labels, preds], attrs={},
+                               grad=(2,)),
+        "target_threshold": dict(op=target, inputs=[anchors, labels, preds], attrs=dict(
+            overlap_threshold=0.2, variances=(0.1, 0.2, 0.3, 0.4), ignore_label=-2)),
+        "target_bipartite_only": dict(op=target, inputs=[anchors, labels, preds],
+                                      attrs=dict(overlap_threshold=0)),
+        "target_mining": dict(op=target, inputs=[anchors, labels, preds], attrs=dict(
+            overlap_threshold=0.3, negative_mining_ratio=2, negative_mining_thresh=0.4,
+            minimum_negative_samples=3)),
+        "target_no_labels": dict(op=target, inputs=[anchors, empty, preds], attrs={}),
+    })
+    n = 24
+    anchors = corner_boxes(rng, n, hi=0.3)[None]
+    anchors = np.concatenate([anchors, anchors + 0.02], 1)  # near duplicates overlap
+    n *= 2
+    logits = rng.normal(0, 2, (2, 4, n))
+    probs = _softmax(logits, 1)
+    probs[0, :, :3] = [[0.1], [0.3], [0.3], [0.3]]  # tied class scores: the first wins
+    locs = rng.normal(0, 0.5, (2, n * 4)).astype("float32")
+    det = "_contrib_MultiBoxDetection"
+    out.update({
+        "detection_default": dict(op=det, inputs=[probs, locs, anchors], attrs={},
+                                  grad=(0, 1)),
+        "detection_threshold_topk": dict(op=det, inputs=[probs, locs, anchors], attrs=dict(
+            threshold=0.3, nms_topk=10, nms_threshold=0.3)),
+        "detection_force_noclip": dict(op=det, inputs=[probs, locs, anchors], attrs=dict(
+            force_suppress=True, clip=False, variances=(0.2, 0.2, 0.1, 0.1),
+            nms_threshold=0.45)),
+        "detection_no_nms": dict(op=det, inputs=[probs, locs, anchors], attrs=dict(
+            nms_threshold=0, threshold=0.2)),
+    })
+
+
 def build_cases():
     out = {}
-    for fill in (_nms_cases, _box_cases, _matching_cases):
+    for fill in (_nms_cases, _box_cases, _matching_cases, _multibox_cases):
         fill(out)
     return out
 
@@ -155,6 +215,30 @@ ERRORS = {
                                 attrs={}),
     "matching_rank1": dict(op="_contrib_bipartite_matching", inputs=[(5,)],
                            attrs=dict(threshold=0.1)),
+    "prior_rank3": dict(op="_contrib_MultiBoxPrior", inputs=[(1, 4, 4)], attrs={}),
+    "prior_offsets": dict(op="_contrib_MultiBoxPrior", inputs=[(1, 1, 4, 4)],
+                          attrs=dict(offsets=(0.5, 1.5))),
+    "prior_steps_one_given": dict(op="_contrib_MultiBoxPrior", inputs=[(1, 1, 4, 4)],
+                                  attrs=dict(steps=(0.25, -1))),
+    "prior_negative_size": dict(op="_contrib_MultiBoxPrior", inputs=[(1, 1, 4, 4)],
+                                attrs=dict(sizes=(-0.5,))),
+    "target_anchor_width": dict(op="_contrib_MultiBoxTarget",
+                                inputs=[(1, 8, 5), (2, 3, 5), (2, 3, 8)], attrs={}),
+    "target_label_width": dict(op="_contrib_MultiBoxTarget",
+                               inputs=[(1, 8, 4), (2, 3, 4), (2, 3, 8)], attrs={}),
+    "target_anchor_count": dict(op="_contrib_MultiBoxTarget",
+                                inputs=[(1, 8, 4), (2, 3, 5), (2, 3, 7)], attrs={}),
+    "target_bad_padding": dict(op="_contrib_MultiBoxTarget", attrs={}, inputs=[
+        np.array([[[0.1, 0.1, 0.4, 0.4], [0.5, 0.5, 0.9, 0.9]]], "float32"),
+        np.array([[[0, 0.1, 0.1, 0.3, 0.3], [-1, 0.2, 0.2, 0.5, 0.5]]], "float32"),
+        np.zeros((1, 2, 2), "float32")]),
+    "detection_loc_count": dict(op="_contrib_MultiBoxDetection",
+                                inputs=[(1, 3, 8), (1, 30), (1, 8, 4)], attrs={}),
+    "prior_float64": dict(op="_contrib_MultiBoxPrior", attrs={},
+                          inputs=[np.ones((1, 1, 2, 2), "float64")]),
+    "detection_variances": dict(op="_contrib_MultiBoxDetection",
+                                inputs=[(1, 3, 8), (1, 32), (1, 8, 4)],
+                                attrs=dict(variances=(0.1, 0.2))),
 }
 
 #: what graphexec's error for each bad input must name (checked by the replay test)
@@ -166,4 +250,10 @@ MENTIONS = {
     "iou_rank1": ["lhs", "dimensions"], "decode_rank2": ["data", "3 dimensions"],
     "decode_anchor_width": ["anchors", "4"], "encode_anchor_width": ["anchors", "4"],
     "matching_rank1": ["score matrix"],
+    "prior_rank3": ["data", "4 dimensions"], "prior_offsets": ["offsets", "[0, 1]"],
+    "prior_steps_one_given": ["steps"], "prior_negative_size": ["sizes", "positive"],
+    "target_anchor_width": ["anchor", "(1, num_anchors, 4)"], "target_label_width": ["label"],
+    "target_anchor_count": ["cls_pred", "anchors"], "target_bad_padding": ["label row 1"],
+    "detection_loc_count": ["loc_pred", "4 values per anchor"],
+    "detection_variances": ["variances", "4 values"],
 }
