@@ -48,8 +48,9 @@ class _Boxes:
     """Edges and areas of ranked boxes as contiguous arrays, and scratch matrices reused
     by every block (fresh large temporaries would cost a page fault per page each time)."""
 
-    def __init__(self, xp, boxes, box_areas, center: bool, inclusive: bool = False):
-        self.xp, self.inclusive = xp, inclusive
+    def __init__(self, xp, boxes, box_areas, center: bool, inclusive: bool = False,
+                 plus_one: bool = False):
+        self.xp, self.inclusive, self.plus_one = xp, inclusive, plus_one
         self.edges = [xp.ascontiguousarray(e) for e in _edges(xp, boxes, center)]
         self.areas = box_areas
         self._scratch = None
@@ -68,8 +69,9 @@ class _Boxes:
         computes it: w = min(x2) - max(x1) clipped at 0, likewise h, IoU = w * h /
         ((area_i + area_j) - w * h). With thresh >= 0 a pair with w <= 0 or h <= 0 (IoU 0
         or NaN) never passes, so the clipping is a mask. ``inclusive``: MultiBoxDetection's
-        test, IoU >= thresh with IoU 0 where the union is <= 0. The result is scratch
-        memory, valid until the next call."""
+        test, IoU >= thresh with IoU 0 where the union is <= 0. ``plus_one``: Proposal's
+        pixel sizes, w = min(x2) - max(x1) + 1. The result is scratch memory, valid until
+        the next call."""
         xp, (x1, y1, x2, y2) = self.xp, self.edges
         w, h, u, pos, hit = self._buffers((rows.size, cols.size))
         r, c = (slice(None), None), (None, slice(None))
@@ -77,6 +79,9 @@ class _Boxes:
         w -= xp.maximum(x1[rows][r], x1[cols][c], out=u)
         xp.minimum(y2[rows][r], y2[cols][c], out=h)
         h -= xp.maximum(y1[rows][r], y1[cols][c], out=u)
+        if self.plus_one:
+            w += 1
+            h += 1
         if thresh < 0:  # IoU 0 passes: clip as MXNet does
             xp.maximum(w, 0, out=w)
             xp.maximum(h, 0, out=h)
@@ -95,11 +100,11 @@ class _Boxes:
 
 
 def greedy_keep(xp, boxes, box_areas, classes, thresh, center: bool = False,
-                inclusive: bool = False):
+                inclusive: bool = False, plus_one: bool = False):
     """Greedy NMS over boxes already in rank order: which are kept (bool (n,)). With
     ``classes``, a box only suppresses boxes of its own class, so each class runs alone
     (unless there are so many distinct ids that the classes are better compared in bulk)."""
-    table = _Boxes(xp, boxes, box_areas, center, inclusive)
+    table = _Boxes(xp, boxes, box_areas, center, inclusive, plus_one)
     n = boxes.shape[0]
     if classes is None:
         return _greedy(xp, table, xp.arange(n), None, thresh)

@@ -184,9 +184,59 @@ def _multibox_cases(out):
     })
 
 
+def _roi_cases(out):
+    rng = _rng(5)
+    data = rng.normal(0, 1, (2, 8, 9, 10)).astype("float32")
+    rois = np.array([[0, 1.5, 2.2, 20.4, 25.1], [1, 0, 0, 39, 35], [0, 10.3, 5.2, 14.1, 30.7],
+                     [1, 30, 30, 31, 31], [0, -6, -4, 10, 12], [1, 38, 2, 60, 50],
+                     [1, 17.5, 9.5, 18.5, 10.5]], "float32")
+    align, pool = "_contrib_ROIAlign", "ROIPooling"
+    out.update({
+        "roialign_default": dict(op=align, inputs=[data, rois], attrs=dict(
+            pooled_size=(3, 3), spatial_scale=0.25), grad=(0, 1)),
+        "roialign_sample2": dict(op=align, inputs=[data, rois], attrs=dict(
+            pooled_size=(2, 4), spatial_scale=0.25, sample_ratio=2), grad=(0,)),
+        "roialign_aligned": dict(op=align, inputs=[data, rois], attrs=dict(
+            pooled_size=(2, 2), spatial_scale=0.5, aligned=True, sample_ratio=3), grad=(0,)),
+        "roialign_position_sensitive": dict(op=align, inputs=[data, rois], attrs=dict(
+            pooled_size=(2, 2), spatial_scale=0.25, position_sensitive=True), grad=(0,)),
+        "roipool_default": dict(op=pool, inputs=[data, rois], attrs=dict(
+            pooled_size=(3, 3), spatial_scale=0.25), grad=(0, 1)),
+        "roipool_fine": dict(op=pool, inputs=[data, rois], attrs=dict(
+            pooled_size=(4, 5), spatial_scale=0.5), grad=(0,)),
+        "roipool_scale1": dict(op=pool, inputs=[data[:, :, :6, :7], rois / 4], attrs=dict(
+            pooled_size=(2, 2), spatial_scale=1.0)),
+    })
+    n_anchor, hgt, wid = 6, 5, 6
+    prob = _softmax(rng.normal(0, 1, (2, 2, n_anchor, hgt, wid)), 1)
+    prob = prob.reshape(2, 2 * n_anchor, hgt, wid)
+    deltas = rng.normal(0, 0.2, (2, 4 * n_anchor, hgt, wid)).astype("float32")
+    info = np.array([[80, 96, 1.0], [70, 90, 0.8]], "float32")
+    common = dict(scales=(2, 4), ratios=(0.5, 1, 2), feature_stride=16)
+    prop, multi = "_contrib_Proposal", "_contrib_MultiProposal"
+    out.update({
+        "proposal_default": dict(op=prop, inputs=[prob[:1], deltas[:1], info[:1]],
+                                 attrs=dict(common, rpn_pre_nms_top_n=100,
+                                            rpn_post_nms_top_n=20, rpn_min_size=8,
+                                            threshold=0.6), grad=(0, 1)),
+        "proposal_score_cycle": dict(op=prop, inputs=[prob[:1], deltas[:1], info[:1]],
+                                     attrs=dict(common, rpn_pre_nms_top_n=12,
+                                                rpn_post_nms_top_n=30, threshold=0.3,
+                                                rpn_min_size=4, output_score=True)),
+        "proposal_iou_loss": dict(op=prop, inputs=[prob[:1], deltas[:1] * 10, info[:1]],
+                                  attrs=dict(common, rpn_post_nms_top_n=15, iou_loss=True,
+                                             output_score=True, rpn_min_size=2)),
+        "multiproposal": dict(op=multi, inputs=[prob, deltas, info], attrs=dict(
+            common, rpn_pre_nms_top_n=60, rpn_post_nms_top_n=16, threshold=0.5,
+            rpn_min_size=6, output_score=True)),
+        "multiproposal_no_pre": dict(op=multi, inputs=[prob, deltas, info], attrs=dict(
+            common, rpn_pre_nms_top_n=-1, rpn_post_nms_top_n=10, threshold=0.7)),
+    })
+
+
 def build_cases():
     out = {}
-    for fill in (_nms_cases, _box_cases, _matching_cases, _multibox_cases):
+    for fill in (_nms_cases, _box_cases, _matching_cases, _multibox_cases, _roi_cases):
         fill(out)
     return out
 
@@ -234,6 +284,26 @@ ERRORS = {
         np.zeros((1, 2, 2), "float32")]),
     "detection_loc_count": dict(op="_contrib_MultiBoxDetection",
                                 inputs=[(1, 3, 8), (1, 30), (1, 8, 4)], attrs={}),
+    "roialign_rois_width": dict(op="_contrib_ROIAlign", inputs=[(1, 2, 4, 4), (3, 4)],
+                                attrs=dict(pooled_size=(2, 2), spatial_scale=1.0)),
+    "roialign_data_rank": dict(op="_contrib_ROIAlign", inputs=[(2, 4, 4), (3, 5)],
+                               attrs=dict(pooled_size=(2, 2), spatial_scale=1.0)),
+    "roialign_negative_scale": dict(op="_contrib_ROIAlign", inputs=[(1, 2, 4, 4), (3, 5)],
+                                    attrs=dict(pooled_size=(2, 2), spatial_scale=-0.5)),
+    "roialign_pooled_zero": dict(op="_contrib_ROIAlign", inputs=[(1, 2, 4, 4), (3, 5)],
+                                 attrs=dict(pooled_size=(0, 2), spatial_scale=1.0)),
+    "roialign_ps_channels": dict(op="_contrib_ROIAlign", inputs=[(1, 6, 4, 4), (3, 5)],
+                                 attrs=dict(pooled_size=(2, 2), spatial_scale=1.0,
+                                            position_sensitive=True)),
+    "roipool_rois_rank": dict(op="ROIPooling", inputs=[(1, 2, 4, 4), (5,)],
+                              attrs=dict(pooled_size=(2, 2), spatial_scale=1.0)),
+    "roipool_scale": dict(op="ROIPooling", inputs=[(1, 2, 4, 4), (3, 5)],
+                          attrs=dict(pooled_size=(2, 2), spatial_scale=2.0)),
+    "proposal_batch2": dict(op="_contrib_Proposal", inputs=[(2, 24, 3, 3), (2, 48, 3, 3),
+                                                            (2, 3)], attrs={}),
+    "proposal_anchor_count": dict(op="_contrib_Proposal", inputs=[(1, 10, 3, 3),
+                                                                  (1, 20, 3, 3), (1, 3)],
+                                  attrs={}),
     "prior_float64": dict(op="_contrib_MultiBoxPrior", attrs={},
                           inputs=[np.ones((1, 1, 2, 2), "float64")]),
     "detection_variances": dict(op="_contrib_MultiBoxDetection",
@@ -256,4 +326,10 @@ MENTIONS = {
     "target_anchor_count": ["cls_pred", "anchors"], "target_bad_padding": ["label row 1"],
     "detection_loc_count": ["loc_pred", "4 values per anchor"],
     "detection_variances": ["variances", "4 values"],
+    "roialign_rois_width": ["rois", "(num_rois, 5)"], "roialign_data_rank": ["data", "4-D"],
+    "roialign_negative_scale": ["spatial_scale"], "roialign_pooled_zero": ["pooled_size"],
+    "roialign_ps_channels": ["position_sensitive", "channels"],
+"roipool_rois_rank": ["rois"],
+    "roipool_scale": ["spatial_scale", "[0, 1]"], "proposal_batch2": ["one image"],
+    "proposal_anchor_count": ["cls_prob", "anchors"],
 }
