@@ -28,7 +28,7 @@ from .common import (Bool, Float, FloatTuple, InferError, Int, OpDef, Shape, ass
 from .detection import zero_grads
 from .tensor_grad import backward_op, forward_params
 
-__all__: list[str] = []
+__all__ = ["check_pooled", "psroi_group"]
 
 
 def check_pooled(p) -> tuple[int, int]:
@@ -82,6 +82,7 @@ def _pool_channels(p, channels: int) -> int:
 
 
 def _rroi_channels(p, channels: int) -> int:
+    """RROIAlign keeps the channels; its rois have 6 columns (see _roi_shape)."""
     return channels
 
 
@@ -94,14 +95,19 @@ def _two_types(p, ins, outs):
         assign_dtype(outs, 1, np.dtype("int32"), "out")
 
 
+def psroi_group(p) -> int:
+    """PSROIPooling's group size (0: pooled_size, as MXNet)."""
+    return p.group_size or p.pooled_size
+
+
 def _psroi_channels(p, channels: int) -> int:
     if p.output_dim < 1 or p.group_size < 0:
         raise InferError(f"output_dim={p.output_dim} must be positive and group_size="
                          f"{p.group_size} not negative")
-    group = p.group_size or p.pooled_size
-    if channels >= 0 and channels != p.output_dim * group * group:
-        raise InferError(f"data has {channels} channels; PSROIPooling needs output_dim * "
-                         f"group_size^2 = {p.output_dim} * {group}^2")
+    group = psroi_group(p)
+    if channels >= 0 and channels < p.output_dim * group * group:
+        raise InferError(f"data has {channels} channels; PSROIPooling reads output_dim * "
+                         f"group_size^2 = {p.output_dim} * {group}^2 of them")
     return p.output_dim
 
 
@@ -172,6 +178,16 @@ def _declare() -> None:
                       gradient=_roi_grad("_backward_ROIPooling", True)))
     backward_op("_backward_ROIPooling", inputs=("ograd", "rois", "maxidx"), outputs=2,
                 params=forward_params("ROIPooling"))
+    register_op(OpDef("_contrib_PSROIPooling", inputs=("data", "rois"), params={
+        "spatial_scale": Float(), "output_dim": Int(), "pooled_size": Int(),
+        "group_size": Int(0)}, infer_shape=_psroi_shape, infer_type=_two_types,
+        gradient=_roi_grad("_backward_PSROIPooling", False)))
+    backward_op("_backward_PSROIPooling", inputs=("ograd", "rois"), outputs=2,
+                params=forward_params("_contrib_PSROIPooling"))
+    # no gradient, as MXNet ("RROIAlign: Backward is not supported")
+    register_op(OpDef("_contrib_RROIAlign", inputs=("data", "rois"), params={
+        "pooled_size": Shape(), "spatial_scale": Float(), "sampling_ratio": Int(-1)},
+        infer_shape=_roi_shape(_rroi_channels), infer_type=_two_types))
     proposal = {"rpn_pre_nms_top_n": Int(6000), "rpn_post_nms_top_n": Int(300),
                 "threshold": Float(0.7), "rpn_min_size": Int(16),
                 "scales": FloatTuple((4.0, 8.0, 16.0, 32.0)),

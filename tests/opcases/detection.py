@@ -466,3 +466,70 @@ CASES += [
            gen=_rpn_inputs, attrs={**RPN, "output_score": True, "rpn_post_nms_top_n": 40},
            id="score-cycle", rtol=1e-4, atol=1e-4, **F32_ONLY),
 ]
+
+
+def _psroi(data, rois, spatial_scale, output_dim, pooled_size, group_size=0):
+    group = group_size or pooled_size
+    h, w = data.shape[2:]
+    out = np.zeros((len(rois), output_dim, pooled_size, pooled_size))
+    rnd = lambda v: np.sign(v) * np.floor(abs(v) + 0.5)  # noqa: E731 - C's round()
+    for n, (b, x1, y1, x2, y2) in enumerate(rois.astype(np.float64)):
+        sx, sy = rnd(x1) * spatial_scale, rnd(y1) * spatial_scale
+        bw = max((rnd(x2) + 1) * spatial_scale - sx, 0.1) / pooled_size
+        bh = max((rnd(y2) + 1) * spatial_scale - sy, 0.1) / pooled_size
+        for i in range(pooled_size):
+            for j in range(pooled_size):
+                hs, he = (min(max(int(f(v)), 0), h) for f, v in
+                          ((np.floor, i * bh + sy), (np.ceil, (i + 1) * bh + sy)))
+                ws, we = (min(max(int(f(v)), 0), w) for f, v in
+                          ((np.floor, j * bw + sx), (np.ceil, (j + 1) * bw + sx)))
+                gi, gj = (min(int(np.floor(k * group / pooled_size)), group - 1) for k in (i, j))
+                if he > hs and we > ws:
+                    chans = (np.arange(output_dim) * group + gi) * group + gj
+                    out[n, :, i, j] = data[int(b)][chans, hs:he, ws:we].mean(axis=(1, 2))
+    return out
+
+
+def _rroi_align(data, rois, pooled_size, spatial_scale, sampling_ratio=-1):
+    ph, pw = pooled_size
+    out = np.zeros((len(rois), data.shape[1], ph, pw))
+    for n, (b, cx, cy, w, h, angle) in enumerate(rois.astype(np.float64)):
+        cx, cy = cx * spatial_scale, cy * spatial_scale
+        w, h = max(w * spatial_scale, 1.0), max(h * spatial_scale, 1.0)
+        cos, sin = np.cos(np.deg2rad(angle)), np.sin(np.deg2rad(angle))
+        gh = sampling_ratio if sampling_ratio > 0 else int(np.ceil(h / ph))
+        gw = sampling_ratio if sampling_ratio > 0 else int(np.ceil(w / pw))
+        img = data[int(b)].astype(np.float64)
+        for i in range(ph):
+            for j in range(pw):
+                acc = 0
+                for iy in range(gh):
+                    for ix in range(gw):
+                        yy = -h / 2 + i * h / ph + (iy + .5) * h / ph / gh
+                        xx = -w / 2 + j * w / pw + (ix + .5) * w / pw / gw
+                        acc = acc + _bilinear(img, yy * cos - xx * sin + cy,
+                                              xx * cos + yy * sin + cx)
+                out[n, :, i, j] = acc / (gh * gw)
+    return out
+
+
+def _rotated_rois(rng, shape, dtype, index):
+    if index == 0:
+        return rng.normal(0, 1, shape).astype(dtype)
+    n = shape[0]
+    return np.stack([rng.integers(0, 2, n), rng.uniform(0, 14, n), rng.uniform(0, 12, n),
+                     rng.uniform(1, 10, n), rng.uniform(1, 10, n), rng.uniform(-180, 180, n)],
+                    1).astype(dtype)
+
+
+CASES += [
+    OpCase("_contrib_PSROIPooling", [(2, 8, 6, 7), (4, 5)], _psroi, dtypes=FLOATS,
+           attrs={"spatial_scale": 0.5, "output_dim": 2, "pooled_size": 2}, rtol=1e-4,
+           atol=1e-5, **ROI),
+    OpCase("_contrib_PSROIPooling", [(2, 12, 6, 7), (3, 5)], _psroi, dtypes=FLOATS,
+           id="group", attrs={"spatial_scale": 0.5, "output_dim": 3, "pooled_size": 3,
+                              "group_size": 2}, rtol=1e-4, atol=1e-5, **ROI),
+    OpCase("_contrib_RROIAlign", [(2, 3, 6, 7), (4, 6)], _rroi_align, dtypes=FLOATS,
+           gen=_rotated_rois, attrs={"pooled_size": (2, 3), "spatial_scale": 0.5},
+           rtol=1e-4, atol=1e-5, grad_inputs=()),
+]

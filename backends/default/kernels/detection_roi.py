@@ -223,3 +223,83 @@ def _pool_backward(xp, og, argmax, dx, drois) -> None:
 def roi_pooling_backward(call):
     og, _, argmax = call.inputs
     return partial(_pool_backward, call.xp, og, argmax, *call.outputs)
+
+
+# -- RROIAlign ------------------------------------------------------------------------------
+def _batch_index(xp, rois, images: int, op: str):
+    """The ROIs' batch indices (int() of column 0), which must name an image: MXNet reads
+    outside the data otherwise."""
+    batch = rois[:, 0].astype(np.int64)
+    bad = (batch < 0) | (batch >= images)
+    if bool(bad.any()):
+        k = int(xp.flatnonzero(bad)[0])
+        raise ValueError(f"{op}: roi {k} has batch index {float(rois[k, 0])}, not an image "
+                         f"index in [0, {images})")
+    return batch
+
+
+def _corners(xp, pos, size: int, used):
+    """Bilinear corners along one axis: (low, high, weight of low, weight of high)."""
+    t = pos.dtype.type
+    pos = xp.where(pos <= 0, t(0), pos)
+    low = pos.astype(np.int64)
+    edge = low >= size - 1
+    low = xp.where(edge, size - 1, low)
+    frac = xp.where(edge, t(0), pos - low.astype(pos.dtype))
+    return low, xp.where(edge, low, low + 1), (t(1) - frac) * used, frac * used
+
+
+def _rotated_samples(xp, p, rois, shape, dtype):
+    """Sample positions (rois, ph, pw, gy, gx) of RROIAlign, whether each counts, and the
+    samples per bin."""
+    t = dtype.type
+    scale = np.float32(p.spatial_scale)
+    cx, cy = rois[:, 1] * scale, rois[:, 2] * scale
+    w = xp.maximum(rois[:, 3] * scale, t(1))
+    h = xp.maximum(rois[:, 4] * scale, t(1))
+    theta = (rois[:, 5].astype(np.float64) * np.pi / 180.0).astype(dtype)
+    ph, pw = p.pooled_size
+    bin_h, bin_w = h / t(ph), w / t(pw)
+    if p.sampling_ratio > 0:
+        gy = gx = xp.full(rois.shape[0], p.sampling_ratio, dtype=np.int64)
+    else:
+        gy, gx = xp.ceil(h / t(ph)).astype(np.int64), xp.ceil(w / t(pw)).astype(np.int64)
+    ky, kx = xp.arange(int(gy.max(initial=1))), xp.arange(int(gx.max(initial=1)))
+    start_h = (-h.astype(np.float64) / 2.0).astype(dtype)
+    start_w = (-w.astype(np.float64) / 2.0).astype(dtype)
+    yy = (start_h[:, None, None] + xp.arange(ph).astype(dtype)[None, :, None]
+          * bin_h[:, None, None]) + (ky.astype(dtype) + t(0.5))[None, None, :] \
+        * bin_h[:, None, None] / gy.astype(dtype)[:, None, None]
+    xx = (start_w[:, None, None] + xp.arange(pw).astype(dtype)[None, :, None]
+          * bin_w[:, None, None]) + (kx.astype(dtype) + t(0.5))[None, None, :] \
+        * bin_w[:, None, None] / gx.astype(dtype)[:, None, None]
+    yy, xx = yy[:, :, None, :, None], xx[:, None, :, None, :]
+    cos, sin = (f(theta)[:, None, None, None, None] for f in (xp.cos, xp.sin))
+    x = xx * cos + yy * sin + cx[:, None, None, None, None]
+    y = yy * cos - xx * sin + cy[:, None, None, None, None]
+    used = (ky[None, None, None, :, None] < gy[:, None, None, None, None]) \
+        & (kx[None, None, None, None, :] < gx[:, None, None, None, None]) \
+        & (y >= -1) & (y <= shape[2]) & (x >= -1) & (x <= shape[3])
+    return y, x, used, (gy * gx).astype(dtype)
+
+
+def _rroi_align(xp, p, data, rois, out) -> None:
+    batch = _batch_index(xp, rois, data.shape[0], "RROIAlign")
+    y, x, used, count = _rotated_samples(xp, p, rois, data.shape, data.dtype)
+    y0, y1, wy0, wy1 = _corners(xp, y, data.shape[2], used)
+    x0, x1, wx0, wx1 = _corners(xp, x, data.shape[3], True)
+    last = data.transpose(0, 2, 3, 1)
+    per_roi = int(np.prod(y.shape[1:])) * data.shape[1] * 4
+    for sel in _chunks(rois.shape[0], per_roi):
+        b = batch[sel][:, None, None, None, None]
+        acc = 0
+        for ya, wya in ((y0, wy0), (y1, wy1)):
+            for xa, wxa in ((x0, wx0), (x1, wx1)):
+                weight = (wya[sel] * wxa[sel])[..., None]
+                acc = acc + (weight * last[b, ya[sel], xa[sel]]).sum(axis=(3, 4))
+        out[sel] = (acc / count[sel][:, None, None, None]).transpose(0, 3, 1, 2)
+
+
+@kernel("_contrib_RROIAlign")
+def rroi_align(call):
+    return partial(_rroi_align, call.xp, call.params, *call.inputs, call.outputs[0])

@@ -59,3 +59,7 @@ not_expressed("MXNet's per-class NMS keeps every row in place (suppressed ones g
 not_expressed("anchor generation, decoding, a stable sort and MXNet's '+1' NMS with cycled "
               "output rows: no ONNX operator sequence reproduces it", "_contrib_Proposal",
               "_contrib_MultiProposal")
+not_expressed("position-sensitive average pooling over rounded bins: ONNX has no such "
+              "operator", "_contrib_PSROIPooling")
+not_expressed("rotated ROIs: ONNX RoiAlign samples axis-aligned boxes only",
+              "_contrib_RROIAlign")

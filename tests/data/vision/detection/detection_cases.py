@@ -234,9 +234,34 @@ def _roi_cases(out):
     })
 
 
+def _rfcn_cases(out):
+    rng = _rng(6)
+    data = rng.normal(0, 1, (2, 2 * 3 * 3, 9, 10)).astype("float32")
+    rois = np.array([[0, 1.5, 2.5, 20.4, 25.1], [1, 0, 0, 39, 35], [0, 10.3, 5.2, 14.1, 30.7],
+                     [1, 30, 30, 31, 31], [0, -6, -4, 10, 12], [1, 38, 2, 60, 50]], "float32")
+    ps = "_contrib_PSROIPooling"
+    out.update({
+        "psroipool": dict(op=ps, inputs=[data, rois], grad=(0, 1), attrs=dict(
+            spatial_scale=0.25, output_dim=2, pooled_size=3)),
+        "psroipool_group": dict(op=ps, inputs=[data[:, :8], rois], grad=(0,), attrs=dict(
+            spatial_scale=0.5, output_dim=2, pooled_size=4, group_size=2)),
+    })
+    feat = rng.normal(0, 1, (2, 3, 9, 10)).astype("float32")
+    rot = np.array([[0, 20, 18, 16, 8, 0], [1, 15, 20, 12, 24, 30], [0, 30, 10, 40, 6, -45],
+                    [1, 5, 5, 2, 2, 90], [0, 38, 34, 10, 10, 170]], "float32")
+    rr = "_contrib_RROIAlign"
+    out.update({
+        "rroialign": dict(op=rr, inputs=[feat, rot], attrs=dict(pooled_size=(2, 3),
+                                                                spatial_scale=0.25)),
+        "rroialign_sampling": dict(op=rr, inputs=[feat, rot], attrs=dict(
+            pooled_size=(3, 3), spatial_scale=0.5, sampling_ratio=2)),
+    })
+
+
 def build_cases():
     out = {}
-    for fill in (_nms_cases, _box_cases, _matching_cases, _multibox_cases, _roi_cases):
+    for fill in (_nms_cases, _box_cases, _matching_cases, _multibox_cases, _roi_cases,
+                 _rfcn_cases):
         fill(out)
     return out
 
@@ -304,6 +329,12 @@ ERRORS = {
     "proposal_anchor_count": dict(op="_contrib_Proposal", inputs=[(1, 10, 3, 3),
                                                                   (1, 20, 3, 3), (1, 3)],
                                   attrs={}),
+    "psroipool_rois_width": dict(op="_contrib_PSROIPooling", inputs=[(1, 8, 4, 4), (2, 4)],
+                                 attrs=dict(spatial_scale=1.0, output_dim=2, pooled_size=2)),
+    "rroialign_rois_width": dict(op="_contrib_RROIAlign", inputs=[(1, 2, 4, 4), (2, 5)],
+                                 attrs=dict(pooled_size=(2, 2), spatial_scale=1.0)),
+    "rroialign_scale": dict(op="_contrib_RROIAlign", inputs=[(1, 2, 4, 4), (2, 6)],
+                            attrs=dict(pooled_size=(2, 2), spatial_scale=-1.0)),
     "prior_float64": dict(op="_contrib_MultiBoxPrior", attrs={},
                           inputs=[np.ones((1, 1, 2, 2), "float64")]),
     "detection_variances": dict(op="_contrib_MultiBoxDetection",
@@ -332,4 +363,6 @@ MENTIONS = {
 "roipool_rois_rank": ["rois"],
     "roipool_scale": ["spatial_scale", "[0, 1]"], "proposal_batch2": ["one image"],
     "proposal_anchor_count": ["cls_prob", "anchors"],
+    "psroipool_rois_width": ["rois", "(num_rois, 5)"],
+    "rroialign_rois_width": ["rois", "(num_rois, 6)"], "rroialign_scale": ["spatial_scale"],
 }
