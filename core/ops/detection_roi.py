@@ -53,12 +53,13 @@ def _roi_inputs(data, rois, cols: int = 5) -> None:
         raise InferError(f"rois {fmt(rois)} must be (num_rois, {cols}): rows of [{fields}]")
 
 
-def _roi_shape(channels_of):
+def _roi_shape(channels_of, cols: int = 5):
+    """Shape rule of an ROI op whose rois have ``cols`` columns."""
     def rule(p, ins, outs):
         ph, pw = check_pooled(p)
         _check_scale(p)
         data, rois = ins
-        _roi_inputs(data, rois, 6 if channels_of is _rroi_channels else 5)
+        _roi_inputs(data, rois, cols)
         if data is None or rois is None:
             return
         shape = (rois[0], channels_of(p, data[1]), ph, pw)
@@ -77,12 +78,7 @@ def _align_channels(p, channels: int) -> int:
     return channels
 
 
-def _pool_channels(p, channels: int) -> int:
-    return channels
-
-
-def _rroi_channels(p, channels: int) -> int:
-    """RROIAlign keeps the channels; its rois have 6 columns (see _roi_shape)."""
+def _same_channels(p, channels: int) -> int:
     return channels
 
 
@@ -174,7 +170,7 @@ def _declare() -> None:
                 params=forward_params("_contrib_ROIAlign"))
     register_op(OpDef("ROIPooling", inputs=("data", "rois"), outputs=("output", "maxidx"),
                       num_visible=1, params={"pooled_size": Shape(), "spatial_scale": Float()},
-                      infer_shape=_roi_shape(_pool_channels), infer_type=_two_types,
+                      infer_shape=_roi_shape(_same_channels), infer_type=_two_types,
                       gradient=_roi_grad("_backward_ROIPooling", True)))
     backward_op("_backward_ROIPooling", inputs=("ograd", "rois", "maxidx"), outputs=2,
                 params=forward_params("ROIPooling"))
@@ -187,7 +183,7 @@ def _declare() -> None:
     # no gradient, as MXNet ("RROIAlign: Backward is not supported")
     register_op(OpDef("_contrib_RROIAlign", inputs=("data", "rois"), params={
         "pooled_size": Shape(), "spatial_scale": Float(), "sampling_ratio": Int(-1)},
-        infer_shape=_roi_shape(_rroi_channels), infer_type=_two_types))
+        infer_shape=_roi_shape(_same_channels, 6), infer_type=_two_types))
     proposal = {"rpn_pre_nms_top_n": Int(6000), "rpn_post_nms_top_n": Int(300),
                 "threshold": Float(0.7), "rpn_min_size": Int(16),
                 "scales": FloatTuple((4.0, 8.0, 16.0, 32.0)),
