@@ -52,7 +52,7 @@ def worker_for(folder: Path, name: str, python: str, threads: int) -> MXNetWorke
     inputs = Path(tempfile.mkdtemp()) / "inputs.npz"
     np.savez(inputs, data=data)
     spec = {"symbol": str(folder / f"{name}-symbol.json"), "shapes": {"data": list(data.shape)},
-            "params": str(folder / f"{name}-0000.params"), "inputs": str(inputs),
+            "params": str(folder / f"{name}-0000.params"), "arrays": str(inputs),
             "trained": []}
     path = inputs.with_name("spec.json")
     path.write_text(json.dumps(spec))

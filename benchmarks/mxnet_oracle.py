@@ -14,8 +14,9 @@ medians in ms on one line:
         -> a worker for timing in alternation (common.MXNetWorker): binds the symbol SPEC
            names, prints "ready", then answers each line "forward" / "train" on stdin with
            the ms of one inference forward / one forward+backward. Optional SPEC keys:
-           "params" (an MXNet .params file loaded instead of random values), "inputs" (an
-           .npz of input arrays by name); no "trained" names: inference only
+           "arrays" (an .npz of input values to use instead of random ones), "params" (an
+           MXNet .params file loaded instead of random values); no "trained" names:
+           inference only
 """
 import gzip
 import os
@@ -120,19 +121,15 @@ def _fill_inputs(exe, spec: dict, rng) -> None:
             arr[:] = rng.uniform(-0.05, 0.05, arr.shape).astype("f4")
 
 
-def _load_values(exe, spec: dict) -> None:
-    """The spec's trained parameters ("params": arg:/aux: names, as MXNet saves them) and
-    input arrays ("inputs": an .npz by input name), where given."""
-    if spec.get("params"):
-        for key, value in mx.nd.load(spec["params"]).items():
-            kind, name = key.split(":", 1)
-            target = (exe.arg_dict if kind == "arg" else exe.aux_dict).get(name)
-            if target is not None:
-                target[:] = value
-    if spec.get("inputs"):
-        for name, value in np.load(spec["inputs"]).items():
-            if name in exe.arg_dict:
-                exe.arg_dict[name][:] = value
+def _load_params(exe, spec: dict) -> None:
+    """The spec's trained parameters ("params": arg:/aux: names, as MXNet saves them)."""
+    if not spec.get("params"):
+        return
+    for key, value in mx.nd.load(spec["params"]).items():
+        kind, name = key.split(":", 1)
+        target = (exe.arg_dict if kind == "arg" else exe.aux_dict).get(name)
+        if target is not None:
+            target[:] = value
 
 
 def serve(spec_path: str) -> None:
@@ -147,9 +144,12 @@ def serve(spec_path: str) -> None:
     execs = {"forward": sym.simple_bind(mx.cpu(), grad_req="null", **shapes)}
     if trained:
         execs["train"] = sym.simple_bind(mx.cpu(), grad_req=grads, **shapes)
+    fixed = np.load(spec["arrays"]) if spec.get("arrays") else {}
     for exe in execs.values():
         _fill_inputs(exe, spec, rng)
-        _load_values(exe, spec)
+        _load_params(exe, spec)
+        for name in fixed:  # inputs whose values matter (e.g. the boxes of an NMS)
+            exe.arg_dict[name][:] = fixed[name]
 
     def forward():
         execs["forward"].forward(is_train=False)

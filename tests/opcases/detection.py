@@ -175,3 +175,126 @@ CASES += [
     OpCase("_contrib_bipartite_matching", [(5, 3)], _matching, gen=_distinct, id="ascend-topk",
            attrs={"threshold": 0.8, "is_ascend": True, "topk": 1}, **NO_GRAD),
 ]
+
+
+# -- SSD operators (core/ops/detection_multibox.py) ------------------------------------------
+def _prior(data, sizes=(1.0,), ratios=(1.0,), clip=False, steps=(-1.0, -1.0),
+           offsets=(0.5, 0.5)):
+    h, w = data.shape[2:4]
+    sy, sx = (steps if steps[0] > 0 and steps[1] > 0 else (1 / h, 1 / w))
+    shapes = [(s, ratios[0]) for s in sizes] + [(sizes[0], r) for r in ratios[1:]]
+    out = []
+    for r in range(h):
+        for c in range(w):
+            cy, cx = (r + offsets[0]) * sy, (c + offsets[1]) * sx
+            for size, ratio in shapes:
+                hw, hh = size * h / w * np.sqrt(ratio) / 2, size / np.sqrt(ratio) / 2
+                out.append([cx - hw, cy - hh, cx + hw, cy + hh])
+    out = np.array(out)[None]
+    return np.clip(out, 0, 1) if clip else out
+
+
+def _overlap(a, b):
+    w = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
+    h = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+    u = (a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - w * h
+    return 0.0 if u <= 0 else w * h / u
+
+
+def _detection(cls_prob, loc_pred, anchor, clip=True, threshold=0.01, nms_threshold=0.5,
+               force_suppress=False, variances=(0.1, 0.1, 0.2, 0.2), nms_topk=-1):
+    b_, _, n = cls_prob.shape
+    out = np.full((b_, n, 6), -1.0)
+    for b in range(b_):
+        rows = []
+        for i in range(n):
+            score, cid = max((cls_prob[b, j, i], j) for j in range(1, cls_prob.shape[1]))
+            if score < threshold:
+                continue
+            al, at, ar, ab = anchor[0, i]
+            px, py, pw, ph = loc_pred[b, 4 * i:4 * i + 4]
+            aw, ah = ar - al, ab - at
+            ox, oy = px * variances[0] * aw + (al + ar) / 2, py * variances[1] * ah + (at + ab) / 2
+            ow, oh = np.exp(pw * variances[2]) * aw / 2, np.exp(ph * variances[3]) * ah / 2
+            box = np.array([ox - ow, oy - oh, ox + ow, oy + oh])
+            rows.append([cid - 1, score, *(np.clip(box, 0, 1) if clip else box)])
+        out[b, :len(rows)] = rows  # rows cut by nms_topk keep these values, class -1
+        out[b, :len(rows), 0] = -1
+        rows = sorted(rows, key=lambda r: -r[1])[:nms_topk if nms_topk > 0 else None]
+        for i, ri in enumerate(rows):
+            for rj in rows[i + 1:]:
+                if ri[0] >= 0 and rj[0] >= 0 and (force_suppress or ri[0] == rj[0]) \
+                        and _overlap(ri[2:], rj[2:]) >= nms_threshold:
+                    rj[0] = -1
+        out[b, :len(rows)] = rows
+    return out
+
+
+def _target(anchor, label, cls_pred, overlap_threshold=0.5, ignore_label=-1.0,
+            variances=(0.1, 0.1, 0.2, 0.2)):
+    """Without negative mining (the replayed MXNet cases cover it)."""
+    anchors, n = anchor[0], anchor.shape[1]
+    loc, mask = np.zeros((label.shape[0], n, 4)), np.zeros((label.shape[0], n, 4))
+    cls = np.full((label.shape[0], n), ignore_label)
+    for b, lab in enumerate(label):
+        gts = [row for row in lab]
+        gts = gts[:next((k for k, r in enumerate(gts) if r[0] == -1), len(gts))]
+        if not gts:
+            continue
+        iou = np.array([[_overlap(a, g[1:5]) for g in gts] for a in anchors])
+        match, free_a, free_g = {}, set(range(n)), set(range(len(gts)))
+        while free_g:
+            best = max(((iou[j, k], -j, -k) for j in free_a for k in free_g), default=None)
+            if best is None or best[0] <= 1e-6:
+                break
+            match[-best[1]] = -best[2]
+            free_a.discard(-best[1])
+            free_g.discard(-best[2])
+        for j in free_a:
+            if overlap_threshold > 0 and iou[j].max() > overlap_threshold:
+                match[j] = int(np.argmax(iou[j]))
+        cls[b] = 0
+        for j, k in match.items():
+            a, g = anchors[j], gts[k][1:5]
+            aw, ah, gw, gh = a[2] - a[0], a[3] - a[1], g[2] - g[0], g[3] - g[1]
+            loc[b, j] = [((g[0] + g[2]) - (a[0] + a[2])) / 2 / aw / variances[0],
+                         ((g[1] + g[3]) - (a[1] + a[3])) / 2 / ah / variances[1],
+                         np.log(gw / aw) / variances[2], np.log(gh / ah) / variances[3]]
+            mask[b, j], cls[b, j] = 1, gts[k][0] + 1
+    return [loc.reshape(len(label), -1), mask.reshape(len(label), -1), cls]
+
+
+def _ssd_inputs(rng, shape, dtype, index):
+    if len(shape) == 3 and shape[-1] == 4:        # anchors
+        return _boxes(rng, shape, dtype, index)
+    if index == 0 and len(shape) == 3:            # class probabilities (distinct)
+        p = rng.permutation(int(np.prod(shape))).reshape(shape) + 1.0
+        return (p / p.sum(axis=1, keepdims=True)).astype(dtype)
+    return rng.normal(0, 0.5, shape).astype(dtype)
+
+
+def _target_inputs(rng, shape, dtype, index):
+    if index == 1:  # labels: 2 ground truths, then padding
+        lab = np.full(shape, -1.0)
+        lab[:, :2, 0] = rng.integers(0, 3, (shape[0], 2))
+        lab[:, :2, 1:5] = _boxes(rng, (shape[0], 2, 4), "float64", 0)
+        return lab.astype(dtype)
+    return _ssd_inputs(rng, shape, dtype, index)
+
+
+F32_ONLY = {"dtypes": ("float32",), "grad_inputs": ()}
+CASES += [
+    OpCase("_contrib_MultiBoxPrior", [(1, 2, 3, 4)], _prior, **F32_ONLY),
+    OpCase("_contrib_MultiBoxPrior", [(2, 1, 4, 3)], _prior, id="sizes-ratios-clip",
+           attrs={"sizes": (0.4, 0.8), "ratios": (1, 2, 0.5), "clip": True,
+                  "steps": (0.3, 0.2), "offsets": (0.25, 0.75)}, **F32_ONLY),
+    OpCase("_contrib_MultiBoxDetection", [(2, 3, 12), (2, 48), (1, 12, 4)], _detection,
+           gen=_ssd_inputs, attrs={"threshold": 0.2, "nms_threshold": 0.3},
+           rtol=1e-5, atol=1e-6, **F32_ONLY),
+    OpCase("_contrib_MultiBoxDetection", [(1, 4, 10), (1, 40), (1, 10, 4)], _detection,
+           gen=_ssd_inputs, id="force-topk", attrs={"force_suppress": True, "nms_topk": 5,
+                                                    "clip": False}, **F32_ONLY),
+    OpCase("_contrib_MultiBoxTarget", [(1, 12, 4), (2, 3, 5), (2, 3, 12)], _target,
+           gen=_target_inputs, attrs={"overlap_threshold": 0.1}, rtol=1e-4, atol=1e-5,
+           **F32_ONLY),
+]

@@ -13,7 +13,7 @@ import numpy as np
 from .base import kernel
 
 #: boxes per block of the greedy suppression: a block's IoU matrix is BLOCK x BLOCK
-BLOCK = 256
+BLOCK = 64
 
 
 def _edges(xp, boxes, center: bool):
@@ -44,45 +44,115 @@ def intersections(xp, a, b, center: bool):
     return w * h
 
 
-def iou_matrix(xp, a, b, area_a, area_b, center: bool):
-    """MXNet's IoU of every pair: intersection / (area_a + area_b - intersection)."""
-    inter = intersections(xp, a, b, center)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return inter / ((area_a[:, None] + area_b[None, :]) - inter)
+class _Boxes:
+    """Edges and areas of ranked boxes as contiguous arrays, and scratch matrices reused
+    by every block (fresh large temporaries would cost a page fault per page each time)."""
+
+    def __init__(self, xp, boxes, box_areas, center: bool, inclusive: bool = False,
+                 plus_one: bool = False):
+        self.xp, self.inclusive, self.plus_one = xp, inclusive, plus_one
+        self.edges = [xp.ascontiguousarray(e) for e in _edges(xp, boxes, center)]
+        self.areas = box_areas
+        self._scratch = None
+
+    def _buffers(self, shape):
+        size = shape[0] * shape[1]
+        if self._scratch is None or self._scratch[0].size < size:
+            dt = self.areas.dtype
+            self._scratch = (self.xp.empty(size, dt), self.xp.empty(size, dt),
+                             self.xp.empty(size, dt), self.xp.empty(size, bool),
+                             self.xp.empty(size, bool))
+        return [b[:size].reshape(shape) for b in self._scratch]
+
+    def hits(self, rows, cols, thresh):
+        """(len(rows), len(cols)): IoU of box ``rows[i]`` and ``cols[j]`` > thresh, as MXNet
+        computes it: w = min(x2) - max(x1) clipped at 0, likewise h, IoU = w * h /
+        ((area_i + area_j) - w * h). With thresh >= 0 a pair with w <= 0 or h <= 0 (IoU 0
+        or NaN) never passes, so the clipping is a mask. ``inclusive``: MultiBoxDetection's
+        test, IoU >= thresh with IoU 0 where the union is <= 0. ``plus_one``: Proposal's
+        pixel sizes, w = min(x2) - max(x1) + 1. The result is scratch memory, valid until
+        the next call."""
+        xp, (x1, y1, x2, y2) = self.xp, self.edges
+        w, h, u, pos, hit = self._buffers((rows.size, cols.size))
+        r, c = (slice(None), None), (None, slice(None))
+        xp.minimum(x2[rows][r], x2[cols][c], out=w)
+        w -= xp.maximum(x1[rows][r], x1[cols][c], out=u)
+        xp.minimum(y2[rows][r], y2[cols][c], out=h)
+        h -= xp.maximum(y1[rows][r], y1[cols][c], out=u)
+        if self.plus_one:
+            w += 1
+            h += 1
+        if thresh < 0:  # IoU 0 passes: clip as MXNet does
+            xp.maximum(w, 0, out=w)
+            xp.maximum(h, 0, out=h)
+            pos.fill(True)
+        else:
+            xp.logical_and(xp.greater(w, 0, out=pos), xp.greater(h, 0, out=hit), out=pos)
+        w *= h
+        xp.add(self.areas[rows][r], self.areas[cols][c], out=u)
+        u -= w
+        if self.inclusive:
+            xp.logical_and(pos, xp.greater(u, 0, out=hit), out=pos)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            w /= u
+        test = xp.greater_equal if self.inclusive else xp.greater
+        return xp.logical_and(pos, test(w, thresh, out=hit), out=hit)
 
 
-def _suppresses(xp, a, b, area_a, area_b, cls_a, cls_b, thresh, center):
-    """(n, m): box a[i] suppresses b[j] (IoU > thresh, same class when classes given)."""
-    hit = iou_matrix(xp, a, b, area_a, area_b, center) > thresh
-    if cls_a is not None:
-        hit &= cls_a[:, None] == cls_b[None, :]
-    return hit
-
-
-def greedy_keep(xp, boxes, box_areas, classes, thresh, center: bool):
-    """Greedy NMS over boxes already in rank order: which are kept (bool (n,)).
-
-    Block by block: a block's boxes are first checked against the boxes kept before it;
-    inside a block, ``keep[j] = alive[j] and no kept i < j suppresses j`` is iterated to its
-    fixed point, which is unique (it is decided in rank order) and reached after at most as
-    many rounds as the longest suppression chain."""
+def greedy_keep(xp, boxes, box_areas, classes, thresh, center: bool = False,
+                inclusive: bool = False, plus_one: bool = False):
+    """Greedy NMS over boxes already in rank order: which are kept (bool (n,)). With
+    ``classes``, a box only suppresses boxes of its own class, so each class runs alone
+    (unless there are so many distinct ids that the classes are better compared in bulk)."""
+    table = _Boxes(xp, boxes, box_areas, center, inclusive, plus_one)
     n = boxes.shape[0]
-    keep = xp.ones(n, dtype=bool)
-    for start in range(0, n, BLOCK):
-        blk = slice(start, min(n, start + BLOCK))
-        cls = classes[blk] if classes is not None else None
-        prev = xp.flatnonzero(keep[:start])
-        if prev.size:
-            hit = _suppresses(xp, boxes[prev], boxes[blk], box_areas[prev], box_areas[blk],
-                              None if classes is None else classes[prev], cls, thresh, center)
-            keep[blk] &= ~hit.any(axis=0)
-        inner = xp.triu(_suppresses(xp, boxes[blk], boxes[blk], box_areas[blk],
-                                    box_areas[blk], cls, cls, thresh, center), 1)
-        keep[blk] = _fixed_point(xp, inner, keep[blk])
+    if classes is None:
+        return _greedy(xp, table, xp.arange(n), None, thresh)
+    ids, groups = xp.unique(classes, return_inverse=True)
+    if ids.size * 32 > n:
+        return _greedy(xp, table, xp.arange(n), classes, thresh)
+    keep = xp.zeros(n, dtype=bool)
+    by_class = xp.argsort(groups, kind="stable")
+    bounds = xp.searchsorted(groups[by_class], xp.arange(ids.size + 1))
+    for g in range(ids.size):
+        members = by_class[int(bounds[g]):int(bounds[g + 1])]
+        keep[members] = _greedy(xp, table, members, None, thresh)
     return keep
 
 
+def _greedy(xp, table, members, classes, thresh):
+    """Greedy suppression among ``members`` (indices in rank order), block by block: the
+    boxes a block keeps (decided inside it as a fixed point, see :func:`_fixed_point`)
+    then suppress every later box still alive, so each box meets kept boxes only until it
+    is suppressed."""
+    n = members.size
+    keep = xp.zeros(n, dtype=bool)
+    alive = xp.ones(n, dtype=bool)
+    for start in range(0, n, BLOCK):
+        end = min(n, start + BLOCK)
+        blk = members[start:end]
+        inner = xp.triu(_hits(xp, table, blk, blk, classes, thresh), 1)
+        keep[start:end] = _fixed_point(xp, inner, alive[start:end])
+        kept = blk[keep[start:end]]
+        later = xp.flatnonzero(alive[end:]) + end
+        if kept.size and later.size:
+            hit = _hits(xp, table, kept, members[later], classes, thresh).any(axis=0)
+            alive[later[hit]] = False
+    return keep
+
+
+def _hits(xp, table, rows, cols, classes, thresh):
+    """(len(rows), len(cols)): row box suppresses column box (same class when given)."""
+    hit = table.hits(rows, cols, thresh)
+    if classes is not None:
+        hit &= classes[rows][:, None] == classes[cols][None, :]
+    return hit
+
+
 def _fixed_point(xp, inner, alive):
+    """``keep[j] = alive[j] and no kept i < j suppresses j``, iterated from ``alive``: the
+    solution is unique (decided in rank order) and reached after at most as many rounds as
+    the longest suppression chain."""
     cur = alive
     while True:
         nxt = alive & ~(inner & cur[:, None]).any(axis=0)

@@ -124,9 +124,144 @@ def _matching_cases(out):
     })
 
 
+def _softmax(x, axis):
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    return (e / e.sum(axis=axis, keepdims=True)).astype("float32")
+
+
+def _multibox_cases(out):
+    rng = _rng(4)
+    feat = rng.uniform(0, 1, (2, 3, 4, 5)).astype("float32")
+    prior = "_contrib_MultiBoxPrior"
+    out.update({
+        "prior_default": dict(op=prior, inputs=[feat], attrs={}, grad=(0,)),
+        "prior_sizes_ratios": dict(op=prior, inputs=[feat], attrs=dict(
+            sizes=(0.3, 0.6, 0.9), ratios=(1, 2, 0.5, 3))),
+        "prior_clip_steps": dict(op=prior, inputs=[feat], attrs=dict(
+            sizes=(0.5, 0.8), ratios=(1, 2), clip=True, steps=(0.2, 0.3), offsets=(0.2, 0.7))),
+    })
+    anchors = corner_boxes(rng, 30, hi=0.4)[None]
+    labels = np.full((2, 4, 6), -1, "float32")
+    gts = corner_boxes(rng, 5, lo=0.1, hi=0.4)
+    labels[0, :3, 0], labels[0, :3, 1:5] = [0, 2, 1], gts[:3]
+    labels[1, :2, 0], labels[1, :2, 1:5] = [1, 1], gts[3:]
+    labels[:, :, 5] = 7  # a column beyond the box: ignored
+    labels[1, 2:, 5] = -1
+    preds = rng.normal(0, 1, (2, 3, 30)).astype("float32")
+    target = "_contrib_MultiBoxTarget"
+    empty = np.full((2, 3, 5), -1, "float32")
+    out.update({
+        "target_default": dict(op=target, inputs=[anchors, labels, preds], attrs={},
+                               grad=(2,)),
+        "target_threshold": dict(op=target, inputs=[anchors, labels, preds], attrs=dict(
+            overlap_threshold=0.2, variances=(0.1, 0.2, 0.3, 0.4), ignore_label=-2)),
+        "target_bipartite_only": dict(op=target, inputs=[anchors, labels, preds],
+                                      attrs=dict(overlap_threshold=0)),
+        "target_mining": dict(op=target, inputs=[anchors, labels, preds], attrs=dict(
+            overlap_threshold=0.3, negative_mining_ratio=2, negative_mining_thresh=0.4,
+            minimum_negative_samples=3)),
+        "target_no_labels": dict(op=target, inputs=[anchors, empty, preds], attrs={}),
+    })
+    n = 24
+    anchors = corner_boxes(rng, n, hi=0.3)[None]
+    anchors = np.concatenate([anchors, anchors + 0.02], 1)  # near duplicates overlap
+    n *= 2
+    logits = rng.normal(0, 2, (2, 4, n))
+    probs = _softmax(logits, 1)
+    probs[0, :, :3] = [[0.1], [0.3], [0.3], [0.3]]  # tied class scores: the first wins
+    locs = rng.normal(0, 0.5, (2, n * 4)).astype("float32")
+    det = "_contrib_MultiBoxDetection"
+    out.update({
+        "detection_default": dict(op=det, inputs=[probs, locs, anchors], attrs={},
+                                  grad=(0, 1)),
+        "detection_threshold_topk": dict(op=det, inputs=[probs, locs, anchors], attrs=dict(
+            threshold=0.3, nms_topk=10, nms_threshold=0.3)),
+        "detection_force_noclip": dict(op=det, inputs=[probs, locs, anchors], attrs=dict(
+            force_suppress=True, clip=False, variances=(0.2, 0.2, 0.1, 0.1),
+            nms_threshold=0.45)),
+        "detection_no_nms": dict(op=det, inputs=[probs, locs, anchors], attrs=dict(
+            nms_threshold=0, threshold=0.2)),
+    })
+
+
+def _roi_cases(out):
+    rng = _rng(5)
+    data = rng.normal(0, 1, (2, 8, 9, 10)).astype("float32")
+    rois = np.array([[0, 1.5, 2.2, 20.4, 25.1], [1, 0, 0, 39, 35], [0, 10.3, 5.2, 14.1, 30.7],
+                     [1, 30, 30, 31, 31], [0, -6, -4, 10, 12], [1, 38, 2, 60, 50],
+                     [1, 17.5, 9.5, 18.5, 10.5]], "float32")
+    align, pool = "_contrib_ROIAlign", "ROIPooling"
+    out.update({
+        "roialign_default": dict(op=align, inputs=[data, rois], attrs=dict(
+            pooled_size=(3, 3), spatial_scale=0.25), grad=(0, 1)),
+        "roialign_sample2": dict(op=align, inputs=[data, rois], attrs=dict(
+            pooled_size=(2, 4), spatial_scale=0.25, sample_ratio=2), grad=(0,)),
+        "roialign_aligned": dict(op=align, inputs=[data, rois], attrs=dict(
+            pooled_size=(2, 2), spatial_scale=0.5, aligned=True, sample_ratio=3), grad=(0,)),
+        "roialign_position_sensitive": dict(op=align, inputs=[data, rois], attrs=dict(
+            pooled_size=(2, 2), spatial_scale=0.25, position_sensitive=True), grad=(0,)),
+        "roipool_default": dict(op=pool, inputs=[data, rois], attrs=dict(
+            pooled_size=(3, 3), spatial_scale=0.25), grad=(0, 1)),
+        "roipool_fine": dict(op=pool, inputs=[data, rois], attrs=dict(
+            pooled_size=(4, 5), spatial_scale=0.5), grad=(0,)),
+        "roipool_scale1": dict(op=pool, inputs=[data[:, :, :6, :7], rois / 4], attrs=dict(
+            pooled_size=(2, 2), spatial_scale=1.0)),
+    })
+    n_anchor, hgt, wid = 6, 5, 6
+    prob = _softmax(rng.normal(0, 1, (2, 2, n_anchor, hgt, wid)), 1)
+    prob = prob.reshape(2, 2 * n_anchor, hgt, wid)
+    deltas = rng.normal(0, 0.2, (2, 4 * n_anchor, hgt, wid)).astype("float32")
+    info = np.array([[80, 96, 1.0], [70, 90, 0.8]], "float32")
+    common = dict(scales=(2, 4), ratios=(0.5, 1, 2), feature_stride=16)
+    prop, multi = "_contrib_Proposal", "_contrib_MultiProposal"
+    out.update({
+        "proposal_default": dict(op=prop, inputs=[prob[:1], deltas[:1], info[:1]],
+                                 attrs=dict(common, rpn_pre_nms_top_n=100,
+                                            rpn_post_nms_top_n=20, rpn_min_size=8,
+                                            threshold=0.6), grad=(0, 1)),
+        "proposal_score_cycle": dict(op=prop, inputs=[prob[:1], deltas[:1], info[:1]],
+                                     attrs=dict(common, rpn_pre_nms_top_n=12,
+                                                rpn_post_nms_top_n=30, threshold=0.3,
+                                                rpn_min_size=4, output_score=True)),
+        "proposal_iou_loss": dict(op=prop, inputs=[prob[:1], deltas[:1] * 10, info[:1]],
+                                  attrs=dict(common, rpn_post_nms_top_n=15, iou_loss=True,
+                                             output_score=True, rpn_min_size=2)),
+        "multiproposal": dict(op=multi, inputs=[prob, deltas, info], attrs=dict(
+            common, rpn_pre_nms_top_n=60, rpn_post_nms_top_n=16, threshold=0.5,
+            rpn_min_size=6, output_score=True)),
+        "multiproposal_no_pre": dict(op=multi, inputs=[prob, deltas, info], attrs=dict(
+            common, rpn_pre_nms_top_n=-1, rpn_post_nms_top_n=10, threshold=0.7)),
+    })
+
+
+def _rfcn_cases(out):
+    rng = _rng(6)
+    data = rng.normal(0, 1, (2, 2 * 3 * 3, 9, 10)).astype("float32")
+    rois = np.array([[0, 1.5, 2.5, 20.4, 25.1], [1, 0, 0, 39, 35], [0, 10.3, 5.2, 14.1, 30.7],
+                     [1, 30, 30, 31, 31], [0, -6, -4, 10, 12], [1, 38, 2, 60, 50]], "float32")
+    ps = "_contrib_PSROIPooling"
+    out.update({
+        "psroipool": dict(op=ps, inputs=[data, rois], grad=(0, 1), attrs=dict(
+            spatial_scale=0.25, output_dim=2, pooled_size=3)),
+        "psroipool_group": dict(op=ps, inputs=[data[:, :8], rois], grad=(0,), attrs=dict(
+            spatial_scale=0.5, output_dim=2, pooled_size=4, group_size=2)),
+    })
+    feat = rng.normal(0, 1, (2, 3, 9, 10)).astype("float32")
+    rot = np.array([[0, 20, 18, 16, 8, 0], [1, 15, 20, 12, 24, 30], [0, 30, 10, 40, 6, -45],
+                    [1, 5, 5, 2, 2, 90], [0, 38, 34, 10, 10, 170]], "float32")
+    rr = "_contrib_RROIAlign"
+    out.update({
+        "rroialign": dict(op=rr, inputs=[feat, rot], attrs=dict(pooled_size=(2, 3),
+                                                                spatial_scale=0.25)),
+        "rroialign_sampling": dict(op=rr, inputs=[feat, rot], attrs=dict(
+            pooled_size=(3, 3), spatial_scale=0.5, sampling_ratio=2)),
+    })
+
+
 def build_cases():
     out = {}
-    for fill in (_nms_cases, _box_cases, _matching_cases):
+    for fill in (_nms_cases, _box_cases, _matching_cases, _multibox_cases, _roi_cases,
+                 _rfcn_cases):
         fill(out)
     return out
 
@@ -155,6 +290,56 @@ ERRORS = {
                                 attrs={}),
     "matching_rank1": dict(op="_contrib_bipartite_matching", inputs=[(5,)],
                            attrs=dict(threshold=0.1)),
+    "prior_rank3": dict(op="_contrib_MultiBoxPrior", inputs=[(1, 4, 4)], attrs={}),
+    "prior_offsets": dict(op="_contrib_MultiBoxPrior", inputs=[(1, 1, 4, 4)],
+                          attrs=dict(offsets=(0.5, 1.5))),
+    "prior_steps_one_given": dict(op="_contrib_MultiBoxPrior", inputs=[(1, 1, 4, 4)],
+                                  attrs=dict(steps=(0.25, -1))),
+    "prior_negative_size": dict(op="_contrib_MultiBoxPrior", inputs=[(1, 1, 4, 4)],
+                                attrs=dict(sizes=(-0.5,))),
+    "target_anchor_width": dict(op="_contrib_MultiBoxTarget",
+                                inputs=[(1, 8, 5), (2, 3, 5), (2, 3, 8)], attrs={}),
+    "target_label_width": dict(op="_contrib_MultiBoxTarget",
+                               inputs=[(1, 8, 4), (2, 3, 4), (2, 3, 8)], attrs={}),
+    "target_anchor_count": dict(op="_contrib_MultiBoxTarget",
+                                inputs=[(1, 8, 4), (2, 3, 5), (2, 3, 7)], attrs={}),
+    "target_bad_padding": dict(op="_contrib_MultiBoxTarget", attrs={}, inputs=[
+        np.array([[[0.1, 0.1, 0.4, 0.4], [0.5, 0.5, 0.9, 0.9]]], "float32"),
+        np.array([[[0, 0.1, 0.1, 0.3, 0.3], [-1, 0.2, 0.2, 0.5, 0.5]]], "float32"),
+        np.zeros((1, 2, 2), "float32")]),
+    "detection_loc_count": dict(op="_contrib_MultiBoxDetection",
+                                inputs=[(1, 3, 8), (1, 30), (1, 8, 4)], attrs={}),
+    "roialign_rois_width": dict(op="_contrib_ROIAlign", inputs=[(1, 2, 4, 4), (3, 4)],
+                                attrs=dict(pooled_size=(2, 2), spatial_scale=1.0)),
+    "roialign_data_rank": dict(op="_contrib_ROIAlign", inputs=[(2, 4, 4), (3, 5)],
+                               attrs=dict(pooled_size=(2, 2), spatial_scale=1.0)),
+    "roialign_negative_scale": dict(op="_contrib_ROIAlign", inputs=[(1, 2, 4, 4), (3, 5)],
+                                    attrs=dict(pooled_size=(2, 2), spatial_scale=-0.5)),
+    "roialign_pooled_zero": dict(op="_contrib_ROIAlign", inputs=[(1, 2, 4, 4), (3, 5)],
+                                 attrs=dict(pooled_size=(0, 2), spatial_scale=1.0)),
+    "roialign_ps_channels": dict(op="_contrib_ROIAlign", inputs=[(1, 6, 4, 4), (3, 5)],
+                                 attrs=dict(pooled_size=(2, 2), spatial_scale=1.0,
+                                            position_sensitive=True)),
+    "roipool_rois_rank": dict(op="ROIPooling", inputs=[(1, 2, 4, 4), (5,)],
+                              attrs=dict(pooled_size=(2, 2), spatial_scale=1.0)),
+    "roipool_scale": dict(op="ROIPooling", inputs=[(1, 2, 4, 4), (3, 5)],
+                          attrs=dict(pooled_size=(2, 2), spatial_scale=2.0)),
+    "proposal_batch2": dict(op="_contrib_Proposal", inputs=[(2, 24, 3, 3), (2, 48, 3, 3),
+                                                            (2, 3)], attrs={}),
+    "proposal_anchor_count": dict(op="_contrib_Proposal", inputs=[(1, 10, 3, 3),
+                                                                  (1, 20, 3, 3), (1, 3)],
+                                  attrs={}),
+    "psroipool_rois_width": dict(op="_contrib_PSROIPooling", inputs=[(1, 8, 4, 4), (2, 4)],
+                                 attrs=dict(spatial_scale=1.0, output_dim=2, pooled_size=2)),
+    "rroialign_rois_width": dict(op="_contrib_RROIAlign", inputs=[(1, 2, 4, 4), (2, 5)],
+                                 attrs=dict(pooled_size=(2, 2), spatial_scale=1.0)),
+    "rroialign_scale": dict(op="_contrib_RROIAlign", inputs=[(1, 2, 4, 4), (2, 6)],
+                            attrs=dict(pooled_size=(2, 2), spatial_scale=-1.0)),
+    "prior_float64": dict(op="_contrib_MultiBoxPrior", attrs={},
+                          inputs=[np.ones((1, 1, 2, 2), "float64")]),
+    "detection_variances": dict(op="_contrib_MultiBoxDetection",
+                                inputs=[(1, 3, 8), (1, 32), (1, 8, 4)],
+                                attrs=dict(variances=(0.1, 0.2))),
 }
 
 #: what graphexec's error for each bad input must name (checked by the replay test)
@@ -166,4 +351,18 @@ MENTIONS = {
     "iou_rank1": ["lhs", "dimensions"], "decode_rank2": ["data", "3 dimensions"],
     "decode_anchor_width": ["anchors", "4"], "encode_anchor_width": ["anchors", "4"],
     "matching_rank1": ["score matrix"],
+    "prior_rank3": ["data", "4 dimensions"], "prior_offsets": ["offsets", "[0, 1]"],
+    "prior_steps_one_given": ["steps"], "prior_negative_size": ["sizes", "positive"],
+    "target_anchor_width": ["anchor", "(1, num_anchors, 4)"], "target_label_width": ["label"],
+    "target_anchor_count": ["cls_pred", "anchors"], "target_bad_padding": ["label row 1"],
+    "detection_loc_count": ["loc_pred", "4 values per anchor"],
+    "detection_variances": ["variances", "4 values"],
+    "roialign_rois_width": ["rois", "(num_rois, 5)"], "roialign_data_rank": ["data", "4-D"],
+    "roialign_negative_scale": ["spatial_scale"], "roialign_pooled_zero": ["pooled_size"],
+    "roialign_ps_channels": ["position_sensitive", "channels"],
+"roipool_rois_rank": ["rois"],
+    "roipool_scale": ["spatial_scale", "[0, 1]"], "proposal_batch2": ["one image"],
+    "proposal_anchor_count": ["cls_prob", "anchors"],
+    "psroipool_rois_width": ["rois", "(num_rois, 5)"],
+    "rroialign_rois_width": ["rois", "(num_rois, 6)"], "rroialign_scale": ["spatial_scale"],
 }

@@ -82,7 +82,8 @@ def _error(name, spec):
         outcome, message = "exception", str(exc).split("Stack trace")[0].strip()[-600:]
     inputs = [{"name": n, "shape": list(np.shape(item)) if not isinstance(item, tuple)
                else list(item), "values": None if isinstance(item, tuple)
-               else np.asarray(item).tolist()} for n, item in zip(names, spec["inputs"])]
+               else np.asarray(item).tolist(), "dtype": "float32" if isinstance(item, tuple)
+               else np.asarray(item).dtype.name} for n, item in zip(names, spec["inputs"])]
     return {"op": spec["op"], "attrs": {k: str(v) for k, v in spec["attrs"].items()},
             "inputs": inputs, "outcome": outcome, "message": message,
             "mentions": MENTIONS.get(name, []), "note": spec.get("note", "")}
