@@ -32,10 +32,24 @@ ACCEPTED = {
     "pool_same_1d": "runs: MXNet 1.9.1 rejects every 'same' pooling (its pad check reads "
                     "pad[1] of a 1-D pad); graphexec pools 1-D windows centred as "
                     "TensorFlow's 'SAME'",
+    "corr_shapes": "raises: data1 and data2 must have one shape (MXNet reads data2 with "
+                   "data1's shape)",
 }
-RAISES = {"resize_scale_to_zero", "adaptive_three_sizes"}
+RAISES = {"resize_scale_to_zero", "adaptive_three_sizes", "corr_shapes"}
 
-CASES = sorted(n for n, c in META["cases"].items() if "outputs" in c)
+#: recorded ops not implemented yet (strict xfail: remove once they are)
+PENDING = {"_contrib_DeformableConvolution", "_contrib_ModulatedDeformableConvolution",
+           "_contrib_DeformablePSROIPooling"}
+
+
+def _cases(names):
+    for n in sorted(names):
+        mark = [pytest.mark.xfail(strict=True, reason="not implemented yet")] \
+            if META["cases"][n]["op"] in PENDING else []
+        yield pytest.param(n, marks=mark, id=n)
+
+
+CASES = list(_cases(n for n, c in META["cases"].items() if "outputs" in c))
 
 
 def _inputs(name: str, case: dict) -> dict:
@@ -82,8 +96,8 @@ def test_case_matches_mxnet(name):
                                        **_tol(case), err_msg=f"{name} gradient of input {k}")
 
 
-@pytest.mark.parametrize("name", [n for n in CASES
-                                  if "arg_shapes" in META["cases"][n].get("infer_shape", {})])
+@pytest.mark.parametrize("name", list(_cases(
+    n for n, c in META["cases"].items() if "outputs" in c and "arg_shapes" in c["infer_shape"])))
 def test_inferred_shapes_match_mxnet(name):
     case = META["cases"][name]
     sym = gx.sym.load_json(case["symbol_json"])
