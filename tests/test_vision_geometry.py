@@ -37,19 +37,7 @@ ACCEPTED = {
 }
 RAISES = {"resize_scale_to_zero", "adaptive_three_sizes", "corr_shapes"}
 
-#: recorded ops not implemented yet (strict xfail: remove once they are)
-PENDING = {"_contrib_DeformableConvolution", "_contrib_ModulatedDeformableConvolution",
-           "_contrib_DeformablePSROIPooling"}
-
-
-def _cases(names):
-    for n in sorted(names):
-        mark = [pytest.mark.xfail(strict=True, reason="not implemented yet")] \
-            if META["cases"][n]["op"] in PENDING else []
-        yield pytest.param(n, marks=mark, id=n)
-
-
-CASES = list(_cases(n for n, c in META["cases"].items() if "outputs" in c))
+CASES = sorted(n for n, c in META["cases"].items() if "outputs" in c)
 
 
 def _inputs(name: str, case: dict) -> dict:
@@ -96,8 +84,8 @@ def test_case_matches_mxnet(name):
                                        **_tol(case), err_msg=f"{name} gradient of input {k}")
 
 
-@pytest.mark.parametrize("name", list(_cases(
-    n for n, c in META["cases"].items() if "outputs" in c and "arg_shapes" in c["infer_shape"])))
+@pytest.mark.parametrize("name", [n for n in CASES
+                                  if "arg_shapes" in META["cases"][n]["infer_shape"]])
 def test_inferred_shapes_match_mxnet(name):
     case = META["cases"][name]
     sym = gx.sym.load_json(case["symbol_json"])

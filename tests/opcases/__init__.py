@@ -10,7 +10,7 @@ from typing import Any, Callable
 import numpy as np
 
 FAMILIES = ("elemwise", "nn", "conv", "tensor", "slicing", "matrix", "reduce", "indexing", "loss", "init", "rnn", "sequence", "attention", "ranges", "sorting",
-            "resample", "legacy", "norm", "geometry")
+            "resample", "legacy", "norm", "geometry", "deformable")
 
 
 @dataclass

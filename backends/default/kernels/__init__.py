@@ -9,7 +9,8 @@ __all__ = ["load_all", "FAMILIES", "INPLACE"]
 
 FAMILIES = ("elemwise", "elemwise_grad", "nn", "conv", "nn_grad", "conv_grad", "tensor", "slicing", "matrix", "reduce", "indexing",
             "loss", "init", "device", "rnn", "rnn_grad", "sequence", "attention", "ranges", "sorting",
-            "resample", "legacy", "norm", "geometry")
+            "resample", "legacy", "norm", "geometry", "deformable",
+            "deformable_pool")
 
 
 def load_all() -> dict:
