@@ -87,6 +87,11 @@ for s in (2, 3):
     k = 2 * s - s % 2
     case("upsample_bilinear_s%d" % s, "UpSampling", [(2, c, 3, 4), (c, 1, k, k)],
          dict(scale=s, sample_type="bilinear", num_filter=c))
+case("upsample_nearest", "UpSampling", [(2, 3, 2, 3)], dict(scale=2, sample_type="nearest"))
+F.case("upsample_nearest_concat", "UpSampling", arrays("unc", [(1, 2, 2, 2), (1, 1, 4, 4)]),
+       dict(scale=2, sample_type="nearest", num_args=2))
+F.case("upsample_nearest_sum", "UpSampling", arrays("uns", [(1, 2, 2, 2), (1, 2, 1, 1)]),
+       dict(scale=2, sample_type="nearest", num_args=2, multi_input_mode="sum"))
 F.error_case("upsample_bilinear_wrong_filters", "UpSampling",
              [("data", (1, 3, 2, 2), "float32"), ("weight", (2, 1, 4, 4), "float32")],
              dict(scale=2, sample_type="bilinear", num_filter=2))
