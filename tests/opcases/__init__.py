@@ -10,7 +10,8 @@ from typing import Any, Callable
 import numpy as np
 
 FAMILIES = ("elemwise", "nn", "conv", "tensor", "slicing", "matrix", "reduce", "indexing", "loss", "init", "rnn", "sequence", "attention", "ranges", "sorting",
-            "detection", "detection_roi", "resample", "legacy", "norm", "dynamic")
+            "detection", "detection_roi", "resample", "legacy", "norm", "geometry", "deformable",
+            "dynamic")
 
 
 @dataclass

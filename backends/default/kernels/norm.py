@@ -132,30 +132,44 @@ def l2_normalization_backward(call):
 
 
 # -- LRN -----------------------------------------------------------------------------------------
-def window_sum(xp, a, nsize: int):
+def window_sum(xp, a, nsize: int, out=None):
     """Per channel c, the sum of ``a`` over channels c - h .. c + h, h = (nsize - 1) // 2
     (what MXNet 1.9.1 sums: an even nsize covers nsize - 1 channels); channels outside
-    count 0."""
+    count 0. Written into ``out`` (not ``a``) when given."""
     c, half = a.shape[1], (nsize - 1) // 2
-    out = a.copy()
+    if out is None:
+        out = a.copy()
+    else:
+        xp.copyto(out, a)
     for shift in range(1, half + 1):
         if shift < c:
-            out[:, shift:] += a[:, :c - shift]
-            out[:, :c - shift] += a[:, shift:]
+            xp.add(out[:, shift:], a[:, :c - shift], out=out[:, shift:])
+            xp.add(out[:, :c - shift], a[:, shift:], out=out[:, :c - shift])
     return out
 
 
 @kernel("LRN")
 def lrn(call):
+    """In place through the outputs: tmp_norm = knorm + alpha / nsize * window(x^2), then
+    out = x * tmp_norm^-beta (one scratch array of squares; float16 through float32)."""
     xp, p, x = call.xp, call.params, call.inputs[0]
     out, tmp = call.outputs
     wdt = work_dtype(x.dtype)
+    squares = xp.empty(x.shape, wdt)
+    norm = tmp if tmp.dtype == wdt else xp.empty(x.shape, wdt)
+    scale, knorm = wdt.type(p.alpha / p.nsize), wdt.type(p.knorm)
 
     def run():
         xw = x.astype(wdt, copy=False)
-        norm = window_sum(xp, xw * xw, p.nsize) * (p.alpha / p.nsize) + p.knorm
-        xp.copyto(tmp, norm, casting="unsafe")
-        xp.copyto(out, xw * norm ** -p.beta, casting="unsafe")
+        xp.multiply(xw, xw, out=squares)
+        window_sum(xp, squares, p.nsize, out=norm)
+        xp.multiply(norm, scale, out=norm)
+        xp.add(norm, knorm, out=norm)
+        xp.power(norm, wdt.type(-p.beta), out=squares)
+        xp.multiply(squares, xw, out=squares)
+        xp.copyto(out, squares, casting="unsafe")
+        if norm is not tmp:
+            xp.copyto(tmp, norm, casting="unsafe")
     return run
 
 

@@ -1,8 +1,8 @@
 """Native kernels of the resampling family (core/ops/resample.py): BilinearResize2D,
 AdaptiveAvgPooling2D, depth_to_space and space_to_depth, and their backward ops.
 
-BilinearResize2D gathers the two taps of each output column, then of each output row, with
-MXNet's float32 weights: the arithmetic is MXNet's ``h0 (w0 a + w1 b) + h1 (w0 c + w1 d)``.
+BilinearResize2D gathers the two taps of each output column, then interpolates each run of
+output rows between its two input rows, with MXNet's float32 weights.
 The backward passes and AdaptiveAvgPooling2D apply the per-axis matrices of
 ``core.ops.resample`` (two matmuls over the batch of channels). Float16 data is computed in
 float32, as MXNet accumulates it."""
@@ -32,21 +32,42 @@ def _taps(xp, n_in: int, n_out: int, align: bool, dtype):
     return (xp.asarray(lo), xp.asarray(hi), _as_work(xp, w_lo, dtype), _as_work(xp, w_hi, dtype))
 
 
+def _row_groups(lo, hi, w_hi) -> list:
+    """Runs of consecutive output rows reading the same two input rows: (first, end, low row,
+    high row, their high weights as a column)."""
+    n = len(lo)
+    cuts = [0] + [i for i in range(1, n) if (lo[i], hi[i]) != (lo[i - 1], hi[i - 1])] + [n]
+    return [(a, b, int(lo[a]), int(hi[a]), w_hi[a:b].reshape(-1, 1))
+            for a, b in zip(cuts, cuts[1:])]
+
+
 @kernel("_contrib_BilinearResize2D")
 def bilinear_resize(call):
+    """Columns first (two taps on the small input), then each run of output rows sharing its
+    two input rows as low + w (high - low): two passes over the output, which dominates (the
+    result differs from MXNet's h0 low + h1 high by rounding only)."""
     xp, p, x, out = call.xp, call.params, call.inputs[0], call.outputs[0]
     (h, w), (oh, ow) = x.shape[2:], out.shape[2:]
     if (h, w) == (oh, ow):
         return lambda: xp.copyto(out, x)
     wdt = work_dtype(x.dtype)
-    ylo, yhi, y0, y1 = _taps(xp, h, oh, p.align_corners, wdt)
+    ylo, yhi, _, y1 = resize_taps(h, oh, p.align_corners)
     xlo, xhi, x0, x1 = _taps(xp, w, ow, p.align_corners, wdt)
-    y0, y1 = y0[:, None], y1[:, None]
+    groups = [(a, b, lo, hi, _as_work(xp, wt, wdt)) for a, b, lo, hi, wt in
+              _row_groups(ylo, yhi, y1)]
+    scratch = None if out.dtype == wdt else xp.empty(out.shape, wdt)
 
     def run():
         a = x.astype(wdt, copy=False)
         cols = x0 * a[..., xlo] + x1 * a[..., xhi]
-        xp.copyto(out, y0 * cols[..., ylo, :] + y1 * cols[..., yhi, :], casting="unsafe")
+        dst = out if scratch is None else scratch
+        for first, end, lo, hi, wt in groups:
+            low = cols[:, :, lo:lo + 1]
+            block = dst[:, :, first:end]
+            xp.multiply(wt, cols[:, :, hi:hi + 1] - low, out=block)
+            xp.add(block, low, out=block)
+        if scratch is not None:
+            xp.copyto(out, scratch, casting="unsafe")
     return run
 
 

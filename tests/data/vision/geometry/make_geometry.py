@@ -87,6 +87,11 @@ for s in (2, 3):
     k = 2 * s - s % 2
     case("upsample_bilinear_s%d" % s, "UpSampling", [(2, c, 3, 4), (c, 1, k, k)],
          dict(scale=s, sample_type="bilinear", num_filter=c))
+case("upsample_nearest", "UpSampling", [(2, 3, 2, 3)], dict(scale=2, sample_type="nearest"))
+F.case("upsample_nearest_concat", "UpSampling", arrays("unc", [(1, 2, 2, 2), (1, 1, 4, 4)]),
+       dict(scale=2, sample_type="nearest", num_args=2))
+F.case("upsample_nearest_sum", "UpSampling", arrays("uns", [(1, 2, 2, 2), (1, 2, 1, 1)]),
+       dict(scale=2, sample_type="nearest", num_args=2, multi_input_mode="sum"))
 F.error_case("upsample_bilinear_wrong_filters", "UpSampling",
              [("data", (1, 3, 2, 2), "float32"), ("weight", (2, 1, 4, 4), "float32")],
              dict(scale=2, sample_type="bilinear", num_filter=2))
@@ -174,6 +179,82 @@ for pt in ("max", "avg", "sum"):
     case("pool_v1_full_" + pt, P1, [(1, 2, 6, 5)], dict(kernel=(3, 2), stride=(2, 2),
                                                         pool_type=pt, pooling_convention="full"))
 case("pool_v1_global", P1, [(2, 3, 4, 3)], dict(kernel=(1, 1), global_pool=True, pool_type="avg"))
+
+# ------------------------------------------------------------------ Crop
+case("crop_hw", "Crop", [(2, 3, 5, 6)], dict(num_args=1, h_w=(2, 3), offset=(1, 2)))
+case("crop_like", "Crop", [(2, 3, 5, 6), (1, 1, 3, 4)], dict(num_args=2, offset=(2, 1)),
+     nograd=(1,))
+case("crop_center", "Crop", [(1, 2, 6, 7)], dict(num_args=1, h_w=(3, 4), center_crop=True))
+case("crop_center_like", "Crop", [(1, 2, 5, 6), (1, 1, 2, 2)], dict(num_args=2,
+                                                                     center_crop=True),
+     nograd=(1,))
+F.error_case("crop_too_big", "Crop", [("data", (1, 1, 4, 4), "float32")],
+             dict(num_args=1, h_w=(5, 2)))
+F.error_case("crop_offset_out", "Crop", [("data", (1, 1, 4, 4), "float32")],
+             dict(num_args=1, h_w=(2, 2), offset=(3, 0)))
+
+# ------------------------------------------------------------------ grids and samplers
+THETA = np.array([[0.9, 0.2, 0.1, -0.15, 1.1, -0.05], [1.2, -0.3, 0.2, 0.25, 0.8, 0.1]], f32)
+F.case("grid_affine", "GridGenerator", [THETA], dict(transform_type="affine",
+                                                     target_shape=(3, 4)))
+case("grid_warp", "GridGenerator", [[(2, 2, 3, 4), -2.0, 2.0]], dict(transform_type="warp"))
+F.error_case("grid_affine_bad", "GridGenerator", [("data", (2, 5), "float32")],
+             dict(transform_type="affine", target_shape=(3, 4)))
+F.error_case("grid_warp_rank", "GridGenerator", [("data", (2, 3, 4), "float32")],
+             dict(transform_type="warp"))
+case("sampler", "BilinearSampler", [(2, 3, 5, 6), [(2, 2, 3, 4), -1.2, 1.2]])
+case("sampler_inside", "BilinearSampler", [(1, 2, 4, 4), [(1, 2, 5, 3), -0.9, 0.9]])
+F.error_case("sampler_batch", "BilinearSampler", [("data", (2, 1, 4, 4), "float32"),
+                                                  ("grid", (3, 2, 2, 2), "float32")])
+F.case("stn", "SpatialTransformer", [U("stn/0", 2, 3, 5, 6), THETA],
+       dict(target_shape=(3, 4), transform_type="affine", sampler_type="bilinear"))
+F.case("stn_zoom", "SpatialTransformer", [U("stn_zoom/0", 1, 2, 4, 5), THETA[:1] * 1.6],
+       dict(target_shape=(6, 5), transform_type="affine", sampler_type="bilinear"))
+
+# ------------------------------------------------------------------ Correlation
+case("corr", "Correlation", [(2, 3, 5, 6), (2, 3, 5, 6)],
+     dict(kernel_size=1, max_displacement=2, stride1=1, stride2=1, pad_size=2))
+case("corr_k3", "Correlation", [(1, 2, 7, 8), (1, 2, 7, 8)],
+     dict(kernel_size=3, max_displacement=2, stride1=2, stride2=2, pad_size=3))
+case("corr_sub", "Correlation", [(1, 2, 6, 6), (1, 2, 6, 6)],
+     dict(kernel_size=1, max_displacement=1, pad_size=1, is_multiply=False))
+F.error_case("corr_shapes", "Correlation", [("data1", (1, 2, 6, 6), "float32"),
+                                            ("data2", (1, 2, 5, 6), "float32")],
+             dict(max_displacement=1, pad_size=1))
+
+# ------------------------------------------------------------------ im2col / col2im
+case("im2col", "im2col", [(2, 3, 5, 6)], dict(kernel=(2, 3), stride=(1, 2), pad=(1, 0)))
+case("im2col_dilate", "im2col", [(1, 2, 6, 5)], dict(kernel=(2, 2), dilate=(2, 1), pad=(1, 1)))
+case("col2im", "col2im", [(2, 18, 12)], dict(output_size=(5, 6), kernel=(2, 3), stride=(1, 2),
+                                             pad=(1, 0)))
+case("col2im_dilate", "col2im", [(1, 8, 36)], dict(output_size=(6, 5), kernel=(2, 2),
+                                                   dilate=(2, 1), pad=(1, 1)))
+F.error_case("col2im_bad_blocks", "col2im", [("data", (1, 8, 7), "float32")],
+             dict(output_size=(6, 5), kernel=(2, 2)))
+
+# ------------------------------------------------------------------ deformable
+case("deform_conv", "contrib.DeformableConvolution",
+     [(2, 3, 5, 6), [(2, 18, 5, 6), -1.5, 1.5], (4, 3, 3, 3), (4,)],
+     dict(kernel=(3, 3), num_filter=4, pad=(1, 1)))
+case("deform_conv_groups", "contrib.DeformableConvolution",
+     [(1, 4, 6, 5), [(1, 16, 4, 5), -1.5, 1.5], (4, 2, 2, 2)],
+     dict(kernel=(2, 2), num_filter=4, stride=(2, 1), pad=(1, 1), dilate=(1, 2), num_group=2,
+          num_deformable_group=2, no_bias=True))
+case("mdeform_conv", "contrib.ModulatedDeformableConvolution",
+     [(2, 3, 5, 6), [(2, 18, 5, 6), -1.5, 1.5], [(2, 9, 5, 6), 0.0, 1.0], (4, 3, 3, 3), (4,)],
+     dict(kernel=(3, 3), num_filter=4, pad=(1, 1)))
+case("mdeform_conv_groups", "contrib.ModulatedDeformableConvolution",
+     [(1, 4, 6, 5), [(1, 16, 4, 5), -1.5, 1.5], [(1, 8, 4, 5), 0.0, 1.0], (4, 2, 2, 2)],
+     dict(kernel=(2, 2), num_filter=4, stride=(2, 1), pad=(1, 1), dilate=(1, 2), num_group=2,
+          num_deformable_group=2, no_bias=True))
+ROIS = np.array([[0, 1, 1, 9, 8], [0, 0, 2, 5, 11], [1, 3.5, 0.5, 11, 10.5]], f32)
+for nt, extra in (("", {}), ("_notrans", dict(no_trans=True))):
+    ins = [U("dpsroi%s/0" % nt, 2, 8, 6, 6), ROIS]
+    if not nt:
+        ins.append(U("dpsroi/2", 3, 2, 2, 2))
+    F.case("dpsroi" + nt, "contrib.DeformablePSROIPooling", ins,
+           dict(spatial_scale=0.5, output_dim=2, group_size=2, pooled_size=2, part_size=2,
+                sample_per_part=2, trans_std=0.1, **extra), nograd=(1,))
 
 if __name__ == "__main__":
     F.save()
