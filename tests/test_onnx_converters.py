@@ -35,6 +35,14 @@ UNCONVERTED = {
     **{f"_linalg_{op}": "the diagonal/triangle gathers need index tensors per shape; left "
                         "to the native kernels" for op in ("extractdiag", "makediag",
                                                            "extracttrian", "maketrian")},
+    **{name: "draws from graphexec's seeded generator (gx.random.seed): ONNX's Random* and "
+             "Multinomial ops draw from their own streams, so the region stays native"
+       for name in all_ops() if name.startswith(("_random_", "_sample_", "_shuffle"))
+       and not name.startswith("_random_pdf_")},
+    **{f"_random_pdf_{d}": "ONNX has no log-gamma/digamma for the discrete and gamma-family "
+                           "densities; the others are not converted yet (region boundary)"
+       for d in ("uniform", "normal", "gamma", "exponential", "poisson", "negative_binomial",
+                 "generalized_negative_binomial", "dirichlet")},
 }
 #: backward and region ops never reach an inference export
 INTERNAL_TRAITS = {"backward", "subgraph"}

@@ -10,7 +10,7 @@ from typing import Any, Callable
 import numpy as np
 
 FAMILIES = ("elemwise", "nn", "conv", "tensor", "slicing", "matrix", "reduce", "indexing", "loss", "init", "rnn", "sequence", "attention", "ranges", "sorting",
-            "linalg")
+            "linalg", "random")
 
 
 @dataclass
@@ -36,6 +36,10 @@ class OpCase:
     #: inputs whose gradient is checked by finite differences (None: every float input;
     #: () for none, e.g. index inputs or ops without gradients)
     grad_inputs: tuple | None = None
+    #: random operators: ``check(outputs, inputs, **attrs)`` asserts what the draws must
+    #: satisfy (support, moments within 5 standard errors); the forward test calls it in
+    #: place of comparing with ``twin``
+    check: Callable | None = None
 
     def make_inputs(self, rng: np.random.Generator, dtype: str) -> list[np.ndarray]:
         out = []

@@ -9,7 +9,7 @@ __all__ = ["load_all", "FAMILIES", "INPLACE"]
 
 FAMILIES = ("elemwise", "elemwise_grad", "nn", "conv", "nn_grad", "conv_grad", "tensor", "slicing", "matrix", "reduce", "indexing",
             "loss", "init", "device", "rnn", "rnn_grad", "sequence", "attention", "ranges", "sorting",
-            "linalg", "linalg_factor")
+            "linalg", "linalg_factor", "random", "pdf")
 
 
 def load_all() -> dict:
