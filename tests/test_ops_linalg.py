@@ -104,3 +104,11 @@ def test_det_of_singular_matrix_has_zero_gradient():
     assert exe.forward(is_train=True)[0][0] == 0
     exe.backward([np.ones(1)])
     assert not exe.grad_dict["A"].any()
+
+
+def test_nd_linalg_runs_the_operators_imperatively():
+    a = np.array([[4.0, 2.0], [2.0, 3.0]])
+    low = gx.nd.linalg.potrf(gx.nd.array(a, dtype="float64"))
+    np.testing.assert_allclose(np.asarray(low) @ np.asarray(low).T, a)
+    q, lq = gx.nd.linalg.gelqf(gx.nd.array(np.eye(2, 3), dtype="float64"))
+    np.testing.assert_allclose(np.asarray(lq) @ np.asarray(q), np.eye(2, 3), atol=1e-12)
