@@ -112,3 +112,18 @@ def test_nd_linalg_runs_the_operators_imperatively():
     np.testing.assert_allclose(np.asarray(low) @ np.asarray(low).T, a)
     q, lq = gx.nd.linalg.gelqf(gx.nd.array(np.eye(2, 3), dtype="float64"))
     np.testing.assert_allclose(np.asarray(lq) @ np.asarray(q), np.eye(2, 3), atol=1e-12)
+
+
+def test_onnxrt_claims_products_and_leaves_factorizations_native():
+    pytest.importorskip("onnxruntime")
+    s = gx.sym.linalg.gemm2(gx.sym.linalg.potrf(gx.sym.linalg.syrk(A) + B), A, alpha=2.0)
+    s = gx.sym.linalg.det(s, name="d") * 1.0
+    rng = np.random.default_rng(0)
+    args = {"A": rng.uniform(0, 1, (2, 3, 3)).astype("f4"),
+            "B": np.repeat(3 * np.eye(3, dtype="f4")[None], 2, 0)}
+    want = s.bind(gx.cpu(), args).forward()[0].copy()
+    exe = s.bind(gx.cpu(), args, backend="onnxrt")
+    np.testing.assert_allclose(exe.forward()[0], want, rtol=1e-5)
+    plan = str(exe.partition_plan)
+    assert "no ONNX converter for _linalg_potrf" in plan
+    assert plan.count("onnxrt region") == 5
