@@ -15,7 +15,7 @@ from ..ir.graph import Entry
 from .common import Bool, Float, InferError, Int, OpDef, assign, fmt, known, register_op
 from .tensor_grad import backward_op
 
-__all__ = ["la_type", "square", "batch_of", "la_gradient", "gemm_axis", "trian_size"]
+__all__ = ["la_type", "square", "batch_of", "la_gradient", "gemm_axis"]
 
 
 def la_type(out_dtypes=None):
@@ -142,12 +142,6 @@ def _syrk_shape(p, ins, outs):
 
 
 # -- diagonals and triangles -------------------------------------------------------------------
-def trian_size(n: int, offset: int) -> int:
-    """Entries of the triangle of an n x n matrix that extracttrian copies."""
-    m = n - abs(offset)
-    return m * (m + 1) // 2
-
-
 def _diag_trian_shape(diag: bool, extract: bool):
     def rule(p, ins, outs):
         a = ins[0]

@@ -9,7 +9,7 @@ from typing import Any, Callable
 from ..ir.errors import ArgumentTypeError
 from .symbol import Symbol, create_op_symbol
 
-__all__ = ["linalg", "random", "op_function"]
+__all__ = ["linalg", "random", "op_function", "LINALG_OPS"]
 
 LINALG_OPS = ("gemm", "gemm2", "potrf", "potri", "trmm", "trsm", "syrk", "gelqf", "syevd",
               "sumlogdiag", "extractdiag", "makediag", "extracttrian", "maketrian", "inverse",
