@@ -142,3 +142,26 @@ def test_legacy_aliases_build_mxnets_ops():
     assert '"op": "_sample_gamma"' in gx.sym.sample_gamma(gx.sym.var("a"),
                                                           gx.sym.var("b")).tojson()
     assert '"op": "_shuffle"' in gx.sym.shuffle(gx.sym.var("d")).tojson()
+
+
+RANDOM_META = json.loads((DATA / "random.json").read_text())["cases"]
+#: cases whose values are draws (only their names, shapes and dtypes are compared)
+STOCHASTIC = {"uniform_f16", "normal_default", "sample_normal_f64"}
+
+
+@pytest.mark.parametrize("name", sorted(RANDOM_META))
+def test_random_op_decisions_match_mxnet(name):
+    """Output names, inferred shapes and dtypes, and degenerate draws as MXNet 1.9.1's."""
+    case = RANDOM_META[name]
+    sym = gx.sym.load_json(case["symbol_json"])
+    ins = {k: np.asarray(v["value"], v["dtype"]) for k, v in case["inputs"].items()}
+    assert sym.list_outputs() == case["outputs"]
+    _, shapes, _ = sym.infer_shape(**{k: v.shape for k, v in ins.items()})
+    _, dtypes, _ = sym.infer_type(**{k: v.dtype for k, v in ins.items()})
+    assert [list(s) for s in shapes] == case["shapes"]
+    assert [np.dtype(t).name for t in dtypes] == case["dtypes"]
+    outs = sym.bind(gx.cpu(), ins).forward()
+    for got, want, dtype in zip(outs, case["values"], case["dtypes"]):
+        assert got.dtype == np.dtype(dtype) and list(got.shape) == list(np.shape(want))
+        if name not in STOCHASTIC:
+            np.testing.assert_array_equal(got, np.asarray(want, dtype))
