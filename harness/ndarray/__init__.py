@@ -34,8 +34,8 @@ from .imperative import invoke
 
 __all__ = ["NDArray", "ArrayValueError", "array", "zeros", "ones", "full", "empty", "arange",
            "linspace", "eye", "concatenate", "moveaxis", "onehot_encode", "waitall", "save",
-           "load", "random", "linalg", "invoke", "add", "subtract", "multiply", "divide", "true_divide",
-           "modulo", "power", "maximum", "minimum", "equal", "not_equal", "greater",
+           "load", "random", "invoke", "add", "subtract", "multiply", "divide", "true_divide",
+           "linalg", "modulo", "power", "maximum", "minimum", "equal", "not_equal", "greater",
            "greater_equal", "lesser", "lesser_equal", "logical_and", "logical_or",
            "logical_xor"]
 
