@@ -2,6 +2,6 @@
 ``convert.CONVERTERS`` when imported. Importing this package loads them all, so
 ``from .converters import CONVERTERS`` gives the complete table."""
 from ..convert import CONVERTERS, Builder, ConvertCall, Converter, onnx_dtype, supported_dtype
-from . import conv, elemwise, indexing, linalg, nn, ranges, reduce, rnn, sequence, sorting, tensor  # noqa: F401,E501 - they register
+from . import conv, elemwise, indexing, linalg, nn, pdf, ranges, reduce, rnn, sequence, sorting, tensor  # noqa: F401,E501 - they register
 
 __all__ = ["CONVERTERS", "Converter", "ConvertCall", "Builder", "onnx_dtype", "supported_dtype"]
