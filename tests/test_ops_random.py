@@ -165,3 +165,19 @@ def test_random_op_decisions_match_mxnet(name):
         assert got.dtype == np.dtype(dtype) and list(got.shape) == list(np.shape(want))
         if name not in STOCHASTIC:
             np.testing.assert_array_equal(got, np.asarray(want, dtype))
+
+
+def test_mirroring_keeps_the_forward_draws(monkeypatch):
+    """MXNET_BACKWARD_DO_MIRROR recomputes cheap nodes in backward; a random node is never
+    recomputed, so the multinomial gradient uses the draws the forward returned."""
+    monkeypatch.setenv("MXNET_BACKWARD_DO_MIRROR", "1")
+    draws, logp = R.multinomial(gx.sym.var("p"), shape=(50,), get_prob=True)
+    sym = gx.sym.Group([gx.sym.MakeLoss(gx.sym.sum(logp * 2.0)), gx.sym.BlockGrad(draws)])
+    probs = np.tile([0.2, 0.3, 0.5], (4, 1))
+    exe = sym.bind(gx.cpu(), {"p": probs}, args_grad={"p": np.zeros_like(probs)})
+    got = exe.forward(is_train=True)[1].astype(int)
+    exe.backward([np.ones(1), np.zeros((4, 50))])
+    want = np.zeros_like(probs)
+    for r in range(4):
+        np.add.at(want[r], got[r], 2 / probs[r, got[r]])
+    np.testing.assert_allclose(exe.grad_dict["p"], want)
