@@ -7,9 +7,10 @@ from typing import Any
 
 from ..ops.registry import all_names, find_op
 from .json_io import load, load_json
+from .namespaces import linalg, random
 from .symbol import Group, Symbol, Variable, create_op_symbol, var
 
-__all__ = ["Symbol", "Variable", "var", "Group", "load", "load_json"]
+__all__ = ["Symbol", "Variable", "var", "Group", "load", "load_json", "linalg", "random"]
 
 
 def __getattr__(name: str) -> Any:

@@ -311,10 +311,12 @@ def Group(symbols: Sequence[Symbol]) -> Symbol:
 
 
 # -- operator application ----------------------------------------------------------------
-def create_op_symbol(called: str, args: Sequence[Any], kwargs: dict[str, Any]) -> Symbol:
+def create_op_symbol(called: str, args: Sequence[Any], kwargs: dict[str, Any],
+                     hint: str | None = None) -> Symbol:
     """Apply the operator registered as ``called`` (name or alias). Symbols come positionally
     or by input name; other keyword arguments are attributes. ``name`` and ``attr`` as in
-    MXNet. Missing inputs become variables named ``<node>_<input>``."""
+    MXNet. Missing inputs become variables named ``<node>_<input>``. Automatic node names
+    count ``hint`` (default: ``called`` in lower case; ``gx.sym.linalg.det`` names ``det0``)."""
     op = get_op(called)
     kwargs = dict(kwargs)
     name = kwargs.pop("name", None)
@@ -331,7 +333,7 @@ def create_op_symbol(called: str, args: Sequence[Any], kwargs: dict[str, Any]) -
     attrs = AttrScope.current().get(extra_attr)
     for k, v in raw.items():
         attrs[k] = to_attr_string(v)
-    name = NameManager.current().get(name, called.lower())
+    name = NameManager.current().get(name, hint or called.lower())
     params = op.parse(attrs, name)
     input_names = op.input_names(params)
     inputs = _gather_inputs(op, name, input_names, positional, sym_kwargs, attrs)
