@@ -34,6 +34,8 @@ UNCONVERTED = {
                     "scatter_nd", "fill_element_0index", "_ravel_multi_index",
                     "_unravel_index", "khatri_rao", "diag", "_slice_assign",
                     "_slice_assign_scalar", "softmax_cross_entropy")},
+    **{name: "a loop or branch over nested graphs: a region boundary for onnxrt"
+       for name in ("_foreach", "_while_loop", "_cond")},
     "_contrib_fft": "ONNX's DFT runs only in float32/float64 contrib kernels: not converted",
     "_contrib_ifft": "ONNX's DFT runs only in float32/float64 contrib kernels: not converted",
 }
