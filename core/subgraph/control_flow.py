@@ -229,7 +229,8 @@ def _declare(name: str) -> tuple[OpDef, OpDef]:
     forward = OpDef(
         name, params=_schema(name), named_inputs=False,
         inputs=lambda p: [f"data{k}" for k in range(p.num_args - n_bodies)],
-        outputs=lambda p: [f"output{k}" for k in range(p.num_outputs)],
+        outputs=lambda p: ["output"] if p.num_outputs == 1 else
+        [f"output{k}" for k in range(p.num_outputs)],
         infer_shape=_RULES[name]("shape"), infer_type=_RULES[name]("dtype"),
         gradient=_gradient, traits=("control_flow",),
         doc=f"MXNet's {name}: a loop or branch over nested graphs (core/subgraph/"

@@ -6,10 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from ..ops.registry import all_names, find_op
+from . import contrib
 from .json_io import load, load_json
 from .symbol import Group, Symbol, Variable, create_op_symbol, var
 
-__all__ = ["Symbol", "Variable", "var", "Group", "load", "load_json"]
+__all__ = ["Symbol", "Variable", "var", "Group", "load", "load_json", "contrib"]
 
 
 def __getattr__(name: str) -> Any:
