@@ -29,7 +29,7 @@ UNCONVERTED = {
     "CTCLoss": "a per-sample dynamic-programming recursion over data-dependent lengths",
     **{name: "no converter written yet: graphexec runs it natively (a region boundary "
              "for onnxrt)"
-       for name in ("_histogram", "all_finite", "multi_all_finite",
+       for name in ("_histogram", "_contrib_hawkesll", "all_finite", "multi_all_finite",
                     "_contrib_allclose", "_contrib_index_copy", "_contrib_count_sketch",
                     "scatter_nd", "fill_element_0index", "_ravel_multi_index",
                     "_unravel_index", "khatri_rao", "diag", "_slice_assign",

@@ -1,15 +1,17 @@
 """MXNet 1.9.1's ``_contrib_`` utilities and two older helpers: ``_contrib_allclose``,
 ``_contrib_quadratic``, ``_contrib_gradientmultiplier``, ``_contrib_index_copy``,
 ``_contrib_round_ste`` / ``_contrib_sign_ste`` (straight-through estimators),
-``_contrib_fft`` / ``_contrib_ifft``, ``_contrib_count_sketch``, ``_histogram`` and
-``IdentityAttachKLSparseReg``.
+``_contrib_fft`` / ``_contrib_ifft``, ``_contrib_count_sketch``, ``_contrib_hawkesll`` (the
+log-likelihood of marked Hawkes processes), ``_histogram`` and ``IdentityAttachKLSparseReg``.
 
 Gradients as MXNet registers them: ``_contrib_backward_quadratic`` (ograd, data),
 ``_contrib_backward_gradientmultiplier`` (ograd), ``_contrib_backward_index_copy``
 (ograd, old, index, new), the output gradient itself for the straight-through estimators,
 the other transform for fft / ifft, ``_backward_IdentityAttachKLSparseReg`` (ograd, data,
-moving_avg; it moves the running average, as MXNet's backward does). None for allclose and
-_histogram. On purpose unlike MXNet 1.9.1: fft, ifft and count_sketch run on every device
+moving_avg; it moves the running average, as MXNet's backward does),
+``_contrib_backward_hawkesll`` (ograds, inputs; the gradients of lda, alpha and beta from the
+log-likelihood's head gradient only, as MXNet's: the state output's is not read, the state and
+data inputs get zeros). None for allclose and _histogram. On purpose unlike MXNet 1.9.1: fft, ifft and count_sketch run on every device
 (MXNet's are GPU-only and fail on a CPU).
 """
 from __future__ import annotations
@@ -133,6 +135,37 @@ def _kl_shape(p, ins, outs):
     assign(ins, 1, (data[1],))
 
 
+_HAWKES_INPUTS = ("lda", "alpha", "beta", "state", "lags", "marks", "valid_length",
+                  "max_time")
+
+
+def _hawkes_shape(p, ins, outs):
+    lda, lags = ins[0], ins[4]
+    if lda is None or lags is None:
+        return
+    if len(lda) != 2 or len(lags) != 2 or lda[0] != lags[0]:
+        raise InferError(f"lda {fmt(lda)} must be (batch, marks) and lags {fmt(lags)} "
+                         f"(batch, steps), with one batch size")
+    n, k = lda
+    for i, want in ((1, (k,)), (2, (k,)), (3, (n, k)), (5, lags), (6, (n,)), (7, (n,))):
+        assign(ins, i, want)
+    assign(outs, 0, (n,), "out")
+    assign(outs, 1, (n, k), "out")
+
+
+def _hawkes_type(p, ins, outs):
+    t = ins[0]
+    if t is None:
+        return
+    for i in range(8):
+        if i != 5 and ins[i] is None:
+            ins[i] = t
+    if ins[5] is None:
+        ins[5] = np.dtype("int32")
+    assign_dtype(outs, 0, t, "out")
+    assign_dtype(outs, 1, t, "out")
+
+
 def _declare() -> None:
     register_op(OpDef("_contrib_allclose", inputs=("a", "b"),
                       params={"rtol": Float(1e-5), "atol": Float(1e-8),
@@ -164,6 +197,9 @@ def _declare() -> None:
                       params={"bin_cnt": OptInt(None), "range": _OptFloats()},
                       outputs=("output0", "output1"), infer_shape=_histogram_shape,
                       infer_type=_histogram_type))
+    register_op(OpDef("_contrib_hawkesll", inputs=_HAWKES_INPUTS,
+                      outputs=("output", "out_state"), infer_shape=_hawkes_shape,
+                      infer_type=_hawkes_type))
     register_op(OpDef("IdentityAttachKLSparseReg", inputs=("data", "moving_avg"),
                       aux=("moving_avg",),
                       params={"sparseness_target": Float(0.1), "penalty": Float(0.001),
@@ -205,7 +241,11 @@ def _declare_backward() -> None:
                 ("ograd", "data", "moving_avg"), 2)
     backward_op("_backward_contrib_count_sketch", "_contrib_count_sketch",
                 ("ograd", "h", "s"), 3)
+    backward_op("_contrib_backward_hawkesll", "_contrib_hawkesll",
+                ("ograd", "ograd_state", *_HAWKES_INPUTS), 8)
     rules = {
+        "_contrib_hawkesll": _rule("_contrib_backward_hawkesll",
+                                   lambda n, og: [*og, *n.inputs]),
         "_contrib_quadratic": _rule("_contrib_backward_quadratic",
                                     lambda n, og: [og[0], n.inputs[0]]),
         "_contrib_gradientmultiplier": _rule("_contrib_backward_gradientmultiplier",

@@ -95,3 +95,41 @@ CASES += [
     OpCase("IdentityAttachKLSparseReg", [(3, 4), (4,)], lambda x, avg, **kw: x,
            gen=lambda rng, s, dt, i: np.full(s, 0.5, dt) if i == 1 else None, **NOGRAD),
 ]
+
+
+def _hawkes_gen(rng, shape, dtype, index):
+    values = {0: rng.uniform(0.5, 2.0, shape), 1: rng.uniform(0.1, 0.5, shape),
+              2: rng.uniform(0.5, 2.0, shape), 3: rng.uniform(0.0, 1.0, shape),
+              4: rng.uniform(0.1, 1.0, shape), 5: rng.integers(0, 2, shape),
+              6: np.array([3, 1, 4])[:shape[0]], 7: np.full(shape, 6.0)}[index]
+    return values.astype("int32" if index == 5 else dtype)
+
+
+def hawkes_twin(lda, alpha, beta, state, lags, marks, valid, max_time):
+    """Event by event, one sample at a time (the docstring's recursion)."""
+    n, k = lda.shape
+    ll, out = np.zeros(n), state.astype(np.float64).copy()
+    for i in range(n):
+        t, last = 0.0, np.zeros(k)
+        for j in range(int(valid[i])):
+            c = int(marks[i, j])
+            t += lags[i, j]
+            d = t - last[c]
+            ed = np.exp(-beta[c] * d)
+            ll[i] += np.log(lda[i, c] + alpha[c] * beta[c] * out[i, c] * ed) \
+                - lda[i, c] * d - alpha[c] * out[i, c] * (1 - ed)
+            out[i, c] = 1 + out[i, c] * ed
+            last[c] = t
+        d = max_time[i] - last
+        ed = np.exp(-beta * d)
+        ll[i] -= (lda[i] * d + alpha * out[i] * (1 - ed)).sum()
+        out[i] *= ed
+    return [ll, out]
+
+
+CASES += [
+    # the state output's head gradient is not read (as MXNet): tests/test_ops_misc.py checks
+    # the gradient of lda, alpha and beta against MXNet's numbers
+    OpCase("_contrib_hawkesll", [(3, 2), (2,), (2,), (3, 2), (3, 4), (3, 4), (3,), (3,)],
+           hawkes_twin, gen=_hawkes_gen, dtypes=F, rtol=1e-4, grad_inputs=()),
+]

@@ -184,3 +184,74 @@ def kl_sparse_reg_backward(call):
         if len(call.outputs) > 1 and call.req[1] != "null":
             call.outputs[1].fill(0)
     return run
+
+
+# -- hawkesll -------------------------------------------------------------------------------------
+def _hawkes(lda, alpha, beta, state, lags, marks, valid, max_time, grads: bool):
+    """Log-likelihood per sample and the final states (float64, on the host); with
+    ``grads`` also d ll / d (lda, alpha, beta) per sample, the derivative of each state with
+    respect to its beta carried along (the states depend on beta only)."""
+    n, k = lda.shape
+    ll, s, ds = np.zeros(n), state.astype(np.float64).copy(), np.zeros((n, k))
+    last, g_mu, g_a, g_b = (np.zeros((n, k)) for _ in range(4))
+    rows, t = np.arange(n), np.zeros(n)
+    for j in range(lags.shape[1]):
+        on = j < valid
+        c = marks[:, j].astype(np.int64)
+        t = t + np.where(on, lags[:, j], 0.0)
+        d = t - last[rows, c]
+        b, a, mu, sc, dsc = beta[c], alpha[c], lda[rows, c], s[rows, c], ds[rows, c]
+        ed = np.exp(-b * d)
+        lam = mu + a * b * sc * ed
+        ll += np.where(on, np.log(lam) - mu * d - a * sc * (1 - ed), 0.0)
+        if grads:
+            d_ed = -d * ed
+            d_lam = a * (sc * ed + b * dsc * ed + b * sc * d_ed)
+            np.add.at(g_mu, (rows[on], c[on]), (1 / lam - d)[on])
+            np.add.at(g_a, (rows[on], c[on]), (b * sc * ed / lam - sc * (1 - ed))[on])
+            np.add.at(g_b, (rows[on], c[on]),
+                      (d_lam / lam - a * (dsc * (1 - ed) - sc * d_ed))[on])
+            ds[rows[on], c[on]] = (dsc * ed + sc * d_ed)[on]
+        s[rows[on], c[on]] = (1 + sc * ed)[on]
+        last[rows[on], c[on]] = t[on]
+    d = max_time[:, None] - last
+    ed = np.exp(-beta[None, :] * d)
+    ll -= (lda * d + alpha[None, :] * s * (1 - ed)).sum(axis=1)
+    if grads:
+        g_mu -= d
+        g_a -= s * (1 - ed)
+        g_b -= alpha[None, :] * (ds * (1 - ed) + s * d * ed)
+    return ll, s * ed, (g_mu, g_a, g_b)
+
+
+def _host(xp, arrays):
+    return [np.asarray(a if xp is np else a.get(), np.float64) for a in arrays]
+
+
+@kernel("_contrib_hawkesll")
+def hawkesll(call):
+    xp = call.xp
+    out_ll, out_state = call.outputs
+
+    def run():
+        ll, state, _ = _hawkes(*_host(xp, call.inputs), grads=False)
+        _store(xp, out_ll, xp.asarray(ll))
+        _store(xp, out_state, xp.asarray(state))
+    return run
+
+
+@kernel("_contrib_backward_hawkesll")
+def hawkesll_backward(call):
+    """The log-likelihood's head gradient times d ll / d (lda, alpha, beta); alpha and beta
+    sum over the batch."""
+    xp = call.xp
+
+    def run():
+        host = _host(xp, call.inputs)
+        og = host[0]
+        _, _, (g_mu, g_a, g_b) = _hawkes(*host[2:], grads=True)
+        values = [g_mu * og[:, None], (g_a * og[:, None]).sum(0), (g_b * og[:, None]).sum(0)]
+        for k, out in enumerate(call.outputs):
+            if call.req[k] != "null":
+                _store(xp, out, xp.asarray(values[k]) if k < 3 else 0)
+    return run

@@ -130,6 +130,12 @@ F.case("histogram_bins", "_internal._histogram",
        [u("h2", 4, 5), np.array([-1.5, -0.25, 0.5, 1.0], f32)], grad=False)
 F.case("kl_sparse_reg", "IdentityAttachKLSparseReg", [u("kl", 3, 4, lo=0.1, hi=0.9)],
        dict(penalty=0.01, sparseness_target=0.2, momentum=0.5))
+hr = R("hawkes")
+F.case("hawkesll", "contrib.hawkesll",
+       [hr.uniform(0.5, 2.0, (3, 2)).astype(f32), hr.uniform(0.1, 0.5, 2).astype(f32),
+        hr.uniform(0.5, 2.0, 2).astype(f32), hr.uniform(0, 1, (3, 2)).astype(f32),
+        hr.uniform(0.1, 1.0, (3, 4)).astype(f32), hr.randint(0, 2, (3, 4)).astype(np.int32),
+        np.array([3, 1, 4], f32), np.full(3, 6.0, f32)], nograd=(3, 4, 6, 7))
 
 F.error_case("sce_label_rank2", "softmax_cross_entropy",
              [(None, (4, 5), "float32"), (None, (4, 1), "float32")])
