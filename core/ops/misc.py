@@ -9,8 +9,8 @@ Gradients follow MXNet 1.9.1's registrations: ``_backward_smooth_l1`` (ograd, da
 ``_backward_softmin`` (ograd, out), ``_backward_softmax_cross_entropy`` (ograd, data, label;
 the label's gradient is zero), ``_backward_moments`` (ograds, data, mean, var),
 ``_backward_diag`` (ograd), ``scatter_nd`` back through ``gather_nd``, ``_split_v2_backward``
-(every ograd), ``amp_cast`` back through ``amp_cast`` to the input's dtype, zeros for the
-index ops. MXNet registers none for ``khatri_rao``, ``fill_element_0index`` (an NDArray
+(every ograd), ``_backward_amp_cast`` / ``_backward_amp_multicast`` (each ograd cast back to
+its input's dtype), zeros for the index ops. MXNet registers none for ``khatri_rao``, ``fill_element_0index`` (an NDArray
 function there), ``_slice_assign*``, ``all_finite`` and ``multi_all_finite``.
 """
 from __future__ import annotations
