@@ -144,3 +144,25 @@ def test_legacy_aliases_resolve_to_one_declaration():
                         ("_crop_assign", "_slice_assign"), ("_contrib_CTCLoss", "CTCLoss"),
                         ("unravel_index", "_unravel_index")):
         assert get_op(alias) is get_op(name)
+
+
+def test_histogram_and_split_v2_wrappers_rewrite_their_arguments():
+    """gx.sym.histogram / split_v2 as mx.sym's: a bin count with a range or an edges input;
+    split points (0 prepended) or a number of sections."""
+    x = np.random.default_rng(0).uniform(-3, 3, (4, 5))
+    by_count = gx.sym.histogram(a=gx.sym.Variable("data"), bins=5, range=(-2.5, 2.5))
+    np.testing.assert_array_equal(by_count.bind(gx.cpu(), {"data": x}).forward()[0],
+                                  np.histogram(x, 5, range=(-2.5, 2.5))[0])
+    edges = np.array([-1.0, 0.5, 2.0, 4.5, 50.0])
+    by_edges = gx.sym.histogram(a=gx.sym.Variable("data"), bins=gx.sym.Variable("bins"))
+    np.testing.assert_array_equal(
+        by_edges.bind(gx.cpu(), {"data": x, "bins": edges}).forward()[0],
+        np.histogram(x, edges)[0])
+    d = np.arange(24.0).reshape(2, 3, 4)
+    parts = gx.sym.split_v2(gx.sym.Variable("d"), (1, 3), axis=-1)
+    for got, want in zip(parts.bind(gx.cpu(), {"d": d}).forward(), np.split(d, (1, 3), -1)):
+        np.testing.assert_array_equal(got, want)
+    with pytest.raises(GraphexecError, match="range"):
+        gx.sym.histogram(a=gx.sym.Variable("data"), bins=4)
+    with pytest.raises(GraphexecError, match="indices_or_sections"):
+        gx.sym.split_v2(gx.sym.Variable("d"), [1, 2])

@@ -8,9 +8,11 @@ from typing import Any
 from ..ops.registry import all_names, find_op
 from . import contrib
 from .json_io import load, load_json
+from .op_wrappers import histogram, split_v2
 from .symbol import Group, Symbol, Variable, create_op_symbol, var
 
-__all__ = ["Symbol", "Variable", "var", "Group", "load", "load_json", "contrib"]
+__all__ = ["Symbol", "Variable", "var", "Group", "load", "load_json", "contrib", "histogram",
+           "split_v2"]
 
 
 def __getattr__(name: str) -> Any:
