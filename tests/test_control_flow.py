@@ -168,6 +168,17 @@ def test_while_loop_and_cond_builders():
         np.testing.assert_array_equal(exe.grad_dict["c"], [sign] * 2 if sign > 0 else [-1, -1])
 
 
+def test_two_loops_with_the_same_attributes_keep_their_own_bodies():
+    data, h = S.var("data"), S.var("h")
+    out1, _ = S.contrib.foreach(lambda x, s: (x + s[0], [s[0]]), data, [h])
+    out2, _ = S.contrib.foreach(lambda x, s: (x * s[0], [s[0]]), data, [h])
+    sym = S.load_json(S.Group([out1, out2]).tojson())
+    args = {"data": np.full((2, 3), 2.0, "f4"), "h": np.full(3, 3.0, "f4")}
+    got = sym.bind(gx.cpu(), args).forward()
+    np.testing.assert_array_equal(got[0], np.full((2, 3), 5.0))
+    np.testing.assert_array_equal(got[1], np.full((2, 3), 6.0))
+
+
 def test_builder_json_loads_back():
     sym = _rnn()
     again = S.load_json(sym.tojson())
@@ -197,7 +208,8 @@ def _edited(name: str, **attrs) -> str:
 
 @pytest.mark.parametrize("name,attrs,match", [
     ("foreach_rnn", {"in_state_locs": "[5]"}, "in_state_locs"),
-    ("foreach_rnn", {"num_outputs": "3"}, "num_out_data"),
+    ("foreach_rnn", {"num_outputs": "3"}, "num_outputs"),
+    ("foreach_rnn", {"num_out_data": "0"}, "in_state_locs"),
     ("while_max_iter", {"func_input_locs": "[0, 1]"}, "func_input_locs"),
     ("cond_then", {"then_input_locs": "[0, 7]"}, "then_input_locs"),
 ])

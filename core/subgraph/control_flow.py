@@ -61,6 +61,11 @@ def _check(p, subgraphs: list) -> None:
         raise AttributeParseError(f"{name} needs {want} subgraphs, the node has "
                                   f"{len(subgraphs)}")
     n_in = p.num_args - want
+    for k, body in enumerate(subgraphs):
+        count = 1 if k == 0 and name != "_foreach" else p.num_outputs
+        if len(body.outputs) != count:
+            raise AttributeParseError(f"{name}: subgraph {k} has {len(body.outputs)} outputs, "
+                                      f"num_outputs={p.num_outputs} asks for {count}")
     if name == "_foreach":
         locs = foreach_locs(p)
         if sorted(locs) != list(range(len(subgraphs[0].list_inputs()))):
@@ -88,7 +93,9 @@ def _check(p, subgraphs: list) -> None:
 
 def _params_of(op: OpDef):
     def parse(attrs: dict, subgraphs: list) -> Params:
-        p = op.schema.parse(attrs, op.name, None)
+        # a copy: the schema caches parsed params by attribute text, and two loops with the
+        # same attributes have different bodies
+        p = Params(**vars(op.schema.parse(attrs, op.name, None)))
         p.op_name = op.name.replace("_backward", "")
         p.subgraphs = list(subgraphs)
         _check(p, p.subgraphs)
