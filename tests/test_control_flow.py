@@ -85,15 +85,11 @@ def test_inference_forward_matches_mxnet(name):
 
 
 @pytest.mark.parametrize("name", sorted(META))
-def test_json_round_trip_keeps_bodies_and_attributes(name):
-    sym = S.load_json(META[name]["symbol_json"])
-    text = sym.tojson()
-    again = S.load_json(text)
-    assert again.tojson() == text
-    mx_nodes = [n for n in json.loads(META[name]["symbol_json"])["nodes"] if "subgraphs" in n]
-    ours = [n for n in json.loads(text)["nodes"] if "subgraphs" in n]
-    assert [(n["op"], n["attrs"], len(n["subgraphs"])) for n in ours] == \
-        [(n["op"], n["attrs"], len(n["subgraphs"])) for n in mx_nodes]
+def test_json_round_trip_writes_mxnets_text(name):
+    """Loaded and saved, MXNet's file comes back byte for byte (subgraphs without the
+    version attrs, as MXNet writes them)."""
+    text = META[name]["symbol_json"]
+    assert S.load_json(text).tojson() == text
 
 
 def test_shapes_are_inferred_through_the_step_and_from_the_outputs():
