@@ -6,9 +6,14 @@ then walk the steps backward through the body's own gradient: the gradient of a 
 from one step into the one before, the gradients of free variables are summed over the
 steps, a sliced input's gradient is written row by row. Inputs that are not floating point
 get zero gradients.
+
+Loops run with BLAS on one thread on the host: a body's products are one step's, small, and
+OpenBLAS's own threads made a 50-step RNN 4x slower on a loaded 2-core machine
+(benchmarks/bench_control_flow.py).
 """
 from __future__ import annotations
 
+from functools import lru_cache, wraps
 from typing import Any, Callable
 
 import numpy as np
@@ -16,6 +21,27 @@ import numpy as np
 from ..subgraph.control_flow import body_inputs
 
 __all__ = ["CONTROL_FLOW_KERNELS"]
+
+
+@lru_cache(maxsize=1)
+def _blas_controller():
+    try:
+        from threadpoolctl import ThreadpoolController
+    except ImportError:  # a dependency; without it the loops run with BLAS as configured
+        return None
+    return ThreadpoolController()
+
+
+def _serial_blas(call: Any, run: Callable[[], None]) -> Callable[[], None]:
+    """``run`` with BLAS limited to one thread while it runs (numpy on the host only)."""
+    if call.xp is not np or _blas_controller() is None:
+        return run
+
+    @wraps(run)
+    def serial() -> None:
+        with _blas_controller().limit(limits=1, user_api="blas"):
+            run()
+    return serial
 
 
 class _Body:
@@ -99,7 +125,7 @@ def foreach_kernel(call: Any) -> Callable[[], None]:
     def run() -> None:
         for j, state in enumerate(loop.run(call.is_train, on_step)):
             call.outputs[loop.n_out + j][...] = state
-    return run
+    return _serial_blas(call, run)
 
 
 def foreach_backward_kernel(call: Any) -> Callable[[], None]:
@@ -132,7 +158,7 @@ def foreach_backward_kernel(call: Any) -> Callable[[], None]:
             value = data_grads[k] if k < nd else g_states[k - nd] if k < nd + ns \
                 else g_free.get(k)
             _write(call, k, value)
-    return run
+    return _serial_blas(call, run)
 
 
 # -- _while_loop ----------------------------------------------------------------------------------
@@ -177,7 +203,7 @@ def while_loop_kernel(call: Any) -> Callable[[], None]:
         final = loop.run(call.is_train, on_step)
         for i, k in enumerate(loop.vars):
             call.outputs[loop.n_out + i][...] = final[k]
-    return run
+    return _serial_blas(call, run)
 
 
 def while_loop_backward_kernel(call: Any) -> Callable[[], None]:
@@ -206,7 +232,7 @@ def while_loop_backward_kernel(call: Any) -> Callable[[], None]:
             g_vars = new_vars
         for k in range(len(loop.fwd)):
             _write(call, k, g_vars[k] if k in g_vars else g_free.get(k))
-    return run
+    return _serial_blas(call, run)
 
 
 # -- _cond ----------------------------------------------------------------------------------------
