@@ -278,3 +278,21 @@ def test_builder_rejects_a_body_returning_the_wrong_states():
         S.contrib.foreach(lambda x, s: (x, [x, x]), data, [h])
     with pytest.raises(GraphexecError, match="max_iterations"):
         S.contrib.while_loop(lambda v: v < 1, lambda v: ([], [v]), [data], max_iterations=0)
+
+
+def test_dropout_in_a_loop_body_gets_its_forward_masks_in_backward():
+    """The backward loop runs the steps again: it replays the forward's random draws, so the
+    gradient is that of the outputs the forward produced."""
+    data, h, w = S.var("data"), S.var("h"), S.var("w")
+    out, _ = S.contrib.foreach(
+        lambda x, s: (S.Dropout(x * w, p=0.5), [s[0] + x]), data, [h])
+    rng = np.random.default_rng(3)
+    args = {"data": rng.uniform(0.5, 1.5, (4, 3, 5)), "h": np.zeros((3, 5)),
+            "w": rng.uniform(0.5, 1.5, (3, 5))}
+    exe = out.bind(gx.cpu(), args, args_grad={"w": np.zeros((3, 5))},
+                   grad_req={"data": "null", "h": "null", "w": "write"})
+    y = exe.forward(is_train=True)[0].copy()
+    assert 0 < (y == 0).sum() < y.size
+    exe.backward(np.ones_like(y))
+    # out = mask * x * w / (1 - p): d sum(out) / d w = sum over steps of out / w
+    np.testing.assert_allclose(exe.grad_dict["w"], (y / args["w"]).sum(axis=0), rtol=1e-12)

@@ -18,6 +18,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from ..ir.random import generator
 from ..subgraph.control_flow import body_inputs
 
 __all__ = ["CONTROL_FLOW_KERNELS"]
@@ -42,6 +43,42 @@ def _serial_blas(call: Any, run: Callable[[], None]) -> Callable[[], None]:
         with _blas_controller().limit(limits=1, user_api="blas"):
             run()
     return serial
+
+
+class _Replay:
+    """Random draws in a loop body (Dropout): the forward loop records the generator state
+    it starts from (in the params it shares with its backward node); the backward loop
+    recomputes the steps from that state, keeping the state before each step, replays each
+    step's draws when it runs the step again, then puts the stream back where it was."""
+
+    def __init__(self, p: Any):
+        self.link = p.link if p.draws else None
+        self.steps: list = []
+
+    def forward_started(self, is_train: bool) -> None:
+        if self.link is not None and is_train:
+            self.link["state"] = generator().bit_generator.state
+
+    def __enter__(self) -> "_Replay":
+        if self.link is not None:
+            self.saved = generator().bit_generator.state
+            start = self.link.get("state")
+            if start is not None:
+                generator().bit_generator.state = start
+        self.steps = []
+        return self
+
+    def before_step(self) -> None:
+        if self.link is not None:
+            self.steps.append(generator().bit_generator.state)
+
+    def replay(self, t: int) -> None:
+        if self.link is not None:
+            generator().bit_generator.state = self.steps[t]
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.link is not None:
+            generator().bit_generator.state = self.saved
 
 
 class _Body:
@@ -104,10 +141,13 @@ class _Foreach:
         return [self.fwd[k][t] if k < nd else states[k - nd] if k < nd + ns else self.fwd[k]
                 for k in self.feed]
 
-    def run(self, is_train: bool, on_step: Callable | None = None) -> list:
+    def run(self, is_train: bool, on_step: Callable | None = None,
+            before: Callable | None = None) -> list:
         """Every step; ``on_step(t, outputs, states_before)``; returns the last states."""
         states = [self.fwd[self.n_data + j] for j in range(self.n_state)]
         for t in range(self.steps):
+            if before is not None:
+                before()
             outs = self.body.forward(self.values(t, states), is_train)
             if on_step is not None:
                 on_step(t, outs, states)
@@ -116,13 +156,14 @@ class _Foreach:
 
 
 def foreach_kernel(call: Any) -> Callable[[], None]:
-    loop = _Foreach(call, call.inputs, grad=False)
+    loop, replay = _Foreach(call, call.inputs, grad=False), _Replay(call.params)
 
     def on_step(t, outs, _states):
         for j in range(loop.n_out):
             call.outputs[j][t] = outs[j]
 
     def run() -> None:
+        replay.forward_started(call.is_train)
         for j, state in enumerate(loop.run(call.is_train, on_step)):
             call.outputs[loop.n_out + j][...] = state
     return _serial_blas(call, run)
@@ -132,14 +173,21 @@ def foreach_backward_kernel(call: Any) -> Callable[[], None]:
     m = call.params.num_outputs
     ograds, loop = call.inputs[:m], _Foreach(call, call.inputs[m:], grad=True)
     nd, ns, n_out, xp = loop.n_data, loop.n_state, loop.n_out, call.xp
+    replay = _Replay(call.params)
 
     def run() -> None:
+        with replay:
+            backward_steps()
+
+    def backward_steps() -> None:
         history: list[list] = []
-        loop.run(True, lambda t, outs, states: history.append([s.copy() for s in states]))
+        loop.run(True, lambda t, outs, states: history.append([s.copy() for s in states]),
+                 replay.before_step)
         data_grads = [xp.zeros_like(loop.fwd[k]) for k in range(nd)]
         g_states = [ograds[n_out + j] for j in range(ns)]
         g_free: dict[int, Any] = {}
         for t in range(loop.steps - 1, -1, -1):
+            replay.replay(t)
             loop.body.forward(loop.values(t, history[t]), True)
             grads = loop.body.backward([ograds[j][t] for j in range(n_out)] + g_states)
             new_states = [xp.zeros_like(s) for s in g_states]
@@ -175,7 +223,8 @@ class _WhileLoop:
     def values(self, feed: list[int], cur: dict) -> list:
         return [cur.get(k, self.fwd[k]) for k in feed]
 
-    def run(self, is_train: bool, on_step: Callable | None = None) -> dict:
+    def run(self, is_train: bool, on_step: Callable | None = None,
+            before: Callable | None = None) -> dict:
         """Steps while the condition holds (at most max_iterations); returns the final
         loop variables (node input index -> array)."""
         cur = {k: self.fwd[k] for k in self.vars}
@@ -183,6 +232,8 @@ class _WhileLoop:
             flag = self.cond.forward(self.values(self.c_feed, cur), is_train)[0]
             if not bool(flag.reshape(-1)[0]):
                 break
+            if before is not None:
+                before()
             outs = self.func.forward(self.values(self.f_feed, cur), is_train)
             if on_step is not None:
                 on_step(t, outs, cur)
@@ -191,7 +242,7 @@ class _WhileLoop:
 
 
 def while_loop_kernel(call: Any) -> Callable[[], None]:
-    loop = _WhileLoop(call, call.inputs, grad=False)
+    loop, replay = _WhileLoop(call, call.inputs, grad=False), _Replay(call.params)
 
     def on_step(t, outs, _cur):
         for j in range(loop.n_out):
@@ -200,6 +251,7 @@ def while_loop_kernel(call: Any) -> Callable[[], None]:
     def run() -> None:
         for j in range(loop.n_out):
             call.outputs[j].fill(0)  # rows past the last step (MXNet leaves them unwritten)
+        replay.forward_started(call.is_train)
         final = loop.run(call.is_train, on_step)
         for i, k in enumerate(loop.vars):
             call.outputs[loop.n_out + i][...] = final[k]
@@ -210,13 +262,20 @@ def while_loop_backward_kernel(call: Any) -> Callable[[], None]:
     m = call.params.num_outputs
     ograds, loop = call.inputs[:m], _WhileLoop(call, call.inputs[m:], grad=True)
     n_out, xp = loop.n_out, call.xp
+    replay = _Replay(call.params)
 
     def run() -> None:
+        with replay:
+            backward_steps()
+
+    def backward_steps() -> None:
         history: list[dict] = []
-        loop.run(True, lambda t, outs, cur: history.append({k: v.copy() for k, v in cur.items()}))
+        loop.run(True, lambda t, outs, cur: history.append({k: v.copy() for k, v in cur.items()}),
+                 replay.before_step)
         g_vars = {k: ograds[n_out + i] for i, k in enumerate(loop.vars)}
         g_free: dict[int, Any] = {}
         for t in range(len(history) - 1, -1, -1):
+            replay.replay(t)
             loop.func.forward(loop.values(loop.f_feed, history[t]), True)
             grads = loop.func.backward([ograds[j][t] for j in range(n_out)] +
                                        [g_vars[k] for k in loop.vars])

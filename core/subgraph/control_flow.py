@@ -99,6 +99,11 @@ def _params_of(op: OpDef):
         p.op_name = op.name.replace("_backward", "")
         p.subgraphs = list(subgraphs)
         _check(p, p.subgraphs)
+        p.draws = any(n.op is not None and n.op.draws_random(n.params)
+                      for body in p.subgraphs for n in body._indexed().nodes)
+        # shared with the backward node (same params): the forward loop records where the
+        # random stream started, the backward one replays it (the same Dropout masks)
+        p.link = {}
         return p
     return parse
 
@@ -239,7 +244,7 @@ def _declare(name: str) -> tuple[OpDef, OpDef]:
         outputs=lambda p: ["output"] if p.num_outputs == 1 else
         [f"output{k}" for k in range(p.num_outputs)],
         infer_shape=_RULES[name]("shape"), infer_type=_RULES[name]("dtype"),
-        gradient=_gradient, traits=("control_flow",),
+        gradient=_gradient, traits=("control_flow",), random=lambda p: p.draws,
         doc=f"MXNet's {name}: a loop or branch over nested graphs (core/subgraph/"
             f"control_flow.py).")
     forward.subgraph_params = _params_of(forward)
