@@ -14,7 +14,8 @@ FAMILIES = ("elemwise", "elemwise_grad", "nn", "conv", "nn_grad", "tensor", "ten
             "loss", "init", "device", "rnn", "sequence", "attention", "ranges", "sorting",
             "detection", "detection_multibox", "detection_roi", "resample", "legacy", "norm",
             "geometry", "deformable", "dynamic",
-            "linalg", "linalg_factor", "random", "pdf")
+            "linalg", "linalg_factor", "random", "pdf",
+            "misc", "loss_extra", "contrib")
 
 
 @hookimpl

@@ -60,8 +60,10 @@ def load_json(json_str: str, source: str = "<string>") -> Symbol:
     return graph_from_doc(doc, source)
 
 
-def graph_from_doc(doc: Any, source: str, depth: int = 0) -> Symbol:
-    """The symbol of a parsed JSON document; ``depth``: how many subgraphs enclose it."""
+def graph_from_doc(doc: Any, source: str, depth: int = 0, outer_version: int | None = None
+                   ) -> Symbol:
+    """The symbol of a parsed JSON document; ``depth``: how many subgraphs enclose it;
+    ``outer_version``: the enclosing document's version (MXNet writes none in subgraphs)."""
     if not (isinstance(doc, dict) and isinstance(doc.get("nodes"), list)
             and isinstance(doc.get("heads"), list)):
         raise JSONFormatError(f"{source}: a symbol JSON needs 'nodes' (a list) and 'heads' "
@@ -69,7 +71,7 @@ def graph_from_doc(doc: Any, source: str, depth: int = 0) -> Symbol:
     if depth > MAX_SUBGRAPH_DEPTH:
         raise JSONFormatError(f"{source}: subgraphs nested {depth} deep; at most "
                               f"{MAX_SUBGRAPH_DEPTH} levels are supported")
-    version = _doc_version(doc)
+    version = _doc_version(doc) if outer_version is None or "attrs" in doc else outer_version
     nodes: list[Node] = []
     for i, jn in enumerate(doc["nodes"]):
         nodes.append(_load_node(i, jn, nodes, source, version, depth))
@@ -121,7 +123,7 @@ def _load_node(i: int, jn: Any, nodes: list[Node], source: str, version: int,
         op = get_op(op_name)
     except GraphexecError as exc:
         raise JSONFormatError(f"{where}: {exc}") from None
-    subgraphs = [graph_from_doc(sg, f"{where} subgraph", depth + 1)
+    subgraphs = [graph_from_doc(sg, f"{where} subgraph", depth + 1, version)
                  for sg in _list(jn, "subgraphs", where, "symbol JSON documents")]
     try:
         params = op.parse(attrs, name)
@@ -218,8 +220,9 @@ def to_json(sym: Symbol) -> str:
     return _write(symbol_doc(sym), 0)
 
 
-def symbol_doc(sym: Symbol) -> dict:
-    """The JSON document of ``sym`` as Python data (keys in MXNet's order)."""
+def symbol_doc(sym: Symbol, nested: bool = False) -> dict:
+    """The JSON document of ``sym`` as Python data (keys in MXNet's order); ``nested``: a
+    node's subgraph, which MXNet writes without the version ``attrs``."""
     ig = sym._indexed()
     nid = ig.node_id
     nodes = []
@@ -231,11 +234,14 @@ def symbol_doc(sym: Symbol) -> dict:
         if n.control_deps:
             jn["control_deps"] = [nid[id(d)] for d in n.control_deps]
         if n.subgraphs:
-            jn["subgraphs"] = [symbol_doc(sg) for sg in n.subgraphs]
+            jn["subgraphs"] = [symbol_doc(sg, nested=True) for sg in n.subgraphs]
         nodes.append(jn)
     heads = [[nid[id(e.node)], e.index, e.version] for e in sym.outputs]
-    return {"nodes": nodes, "arg_nodes": list(ig.input_nodes), "node_row_ptr": ig.row_ptr,
-            "heads": _Entries(heads), "attrs": {"mxnet_version": _Pair(["int", MXNET_VERSION])}}
+    doc = {"nodes": nodes, "arg_nodes": list(ig.input_nodes), "node_row_ptr": ig.row_ptr,
+           "heads": _Entries(heads)}
+    if not nested:
+        doc["attrs"] = {"mxnet_version": _Pair(["int", MXNET_VERSION])}
+    return doc
 
 
 class _Entries(list):

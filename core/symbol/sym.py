@@ -6,11 +6,14 @@ from __future__ import annotations
 from typing import Any
 
 from ..ops.registry import all_names, find_op
+from . import contrib
 from .json_io import load, load_json
 from .namespaces import linalg, random
+from .op_wrappers import histogram, split_v2
 from .symbol import Group, Symbol, Variable, create_op_symbol, var
 
-__all__ = ["Symbol", "Variable", "var", "Group", "load", "load_json", "linalg", "random"]
+__all__ = ["Symbol", "Variable", "var", "Group", "load", "load_json", "contrib", "histogram",
+           "split_v2", "linalg", "random"]
 
 
 def __getattr__(name: str) -> Any:

@@ -12,7 +12,8 @@ FAMILIES = ("elemwise", "elemwise_grad", "nn", "conv", "nn_grad", "conv_grad", "
             "detection", "detection_multibox", "detection_roi",
             "detection_proposal", "detection_psroi", "resample", "legacy", "norm", "geometry",
             "deformable", "deformable_pool", "dynamic",
-            "linalg", "linalg_factor", "random", "pdf")
+            "linalg", "linalg_factor", "random", "pdf",
+            "misc", "loss_extra", "contrib")
 
 
 def load_all() -> dict:
