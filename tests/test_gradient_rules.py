@@ -69,7 +69,7 @@ def test_same_gradient_entry_for_two_arguments_gets_copies():
 def test_backward_errors():
     a, b = gx.sym.Variable("a"), gx.sym.Variable("b")
     exe = (a * b).simple_bind(gx.cpu(), a=(2,), b=(2,))
-    with pytest.raises(gx.BackwardError, match="forward\\(is_train=True\\) first"):
+    with pytest.raises(gx.BackwardError, match="no forward ran yet"):
         exe.backward(np.ones(2, "f4"))
     exe.forward(is_train=True)
     with pytest.raises(gx.HeadGradientError, match="head_gradient is required"):

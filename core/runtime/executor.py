@@ -58,7 +58,7 @@ class Executor:
         self.outputs = [user_array(self._plan.arrays[e], ctx) for e in ig.outputs[:num_out]]
         self._head_grad_eids = [None if v is None else ig.entry_id(v)
                                 for v in graph.attrs.get("head_grad_nodes", [])]
-        self._last_forward_trained = self._backward_ran = False
+        self._last_forward_trained = self._backward_ran = self._forward_ran = False
         self._arg_dict = self._grad_dict = self._aux_dict = self._output_dict = None
         plugins = plugin_manager()
         self._observed = plugins.has_observers("graphexec_executor_run")
@@ -99,6 +99,7 @@ class Executor:
             self._forward_rng_state = generator().bit_generator.state  # for _replay_forward
         self._run("forward", bool(is_train))
         self._last_forward_trained = bool(is_train)
+        self._forward_ran = True
         self._backward_ran = False
         return self.outputs
 
@@ -111,10 +112,12 @@ class Executor:
         called repeatedly after one forward (grad_req 'add' accumulates)."""
         if not self._plan.segments["backward"]:
             return
-        if not self._last_forward_trained:
-            raise BackwardError("backward() needs the values of a forward(is_train=True) pass: "
-                                "call forward(is_train=True) first (the last forward ran with "
-                                "is_train=False or none ran yet)")
+        # As MXNet 1.9.1, backward after forward(is_train=False) differentiates the values
+        # that inference pass computed (ops with a training mode, BatchNorm and Dropout, give
+        # their inference-mode gradients); only a backward before any forward is refused.
+        if not self._forward_ran:
+            raise BackwardError("backward() needs the values of a forward pass: call "
+                                "forward(is_train=True) first (no forward ran yet)")
         if self._backward_ran and self._plan.graph.attrs["backward_clobbers_forward"]:
             self._replay_forward()
         grads = self._normalize_out_grads(out_grads)
@@ -152,8 +155,8 @@ class Executor:
         """Recompute the forward values a previous backward overwrote (the memory plan lets
         backward reuse them, as MXNet's does), drawing the same random numbers as the original
         forward so Dropout masks match; the generator then continues where it was."""
-        if not self._plan.forward_draws:
-            self._plan.run(True, "forward")
+        if not self._plan.forward_draws or not self._last_forward_trained:
+            self._plan.run(self._last_forward_trained, "forward")
             return
         gen = generator()
         current = gen.bit_generator.state
