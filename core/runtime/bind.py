@@ -252,3 +252,11 @@ def _simple_bind(sym: Symbol, ctx: Context, grad_req: Any, type_dict: Mapping[st
                     group2ctx=group2ctx, backend=backend, backend_options=backend_options)
     return Executor(sym, ctx, g, arg_arrays, grad_arrays, aux_arrays, reqs, group2ctx,
                     shared_exec, backend, backend_options)
+
+
+@symbol_method
+def eval(self: Symbol, ctx: Context | None = None, **kwargs: Any) -> list:  # noqa: A001
+    """MXNet's ``sym.eval(ctx, **inputs)``: bind the inputs given by name (no gradients), run
+    one inference forward and return the outputs (a list, one array per output)."""
+    from ..ir.context import current_context
+    return bind(self, ctx or current_context(), kwargs, grad_req="null").forward()

@@ -23,7 +23,8 @@ import numpy as np
 from ..ir.arguments import as_dtype, as_shape
 from ..ir.attrs import HIDDEN_KEYS, HIDDEN_STORED, hidden_key, to_attr_string
 from ..ir.errors import (ArgumentTypeError, ArgumentValueError, AttributeParseError,
-                         DuplicateNameError, GraphexecError, OutputIndexError,
+                         DuplicateNameError, GraphexecError, NotImplementedForSymbol,
+                         OutputIndexError,
                          UnknownArgumentError)
 from ..ir.graph import Entry, IndexedGraph, Node
 from ..ops.registry import OpDef, find_op, get_op
@@ -97,7 +98,8 @@ class Symbol:
 
     def get_children(self) -> "Symbol | None":
         """The inputs of this symbol's node(s), or None for a variable."""
-        ents = [e for out in self._outputs for e in out.node.inputs]
+        nodes = list({id(e.node): e.node for e in self._outputs}.values())  # each node once
+        ents = [e for node in nodes for e in node.inputs]
         return Symbol(ents) if ents else None
 
     def __len__(self) -> int:
@@ -230,7 +232,8 @@ class Symbol:
     __hash__ = object.__hash__
 
     def __bool__(self) -> bool:
-        raise NotImplementedError("a Symbol has no truth value (comparisons build new symbols)")
+        raise NotImplementedForSymbol("a Symbol has no truth value (comparisons build new "
+                                      "symbols)")
 
     def __getattr__(self, name: str):
         # MXNet exposes operators as methods: sym.reshape(...), sym.sum(axis=1), ...
