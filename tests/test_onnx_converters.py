@@ -25,6 +25,7 @@ UNCONVERTED = {
               "graphexec's results",
     "gamma": "ONNX has no gamma function",
     "gammaln": "ONNX has no log-gamma function",
+    "Custom": "a Python operator: it runs natively and is a region boundary, as in MXNet",
 }
 #: backward and region ops never reach an inference export
 INTERNAL_TRAITS = {"backward", "subgraph"}

@@ -11,7 +11,7 @@ __all__ = ["OpDef", "all_ops", "find_op", "get_op", "register_op", "FAMILIES"]
 
 #: Family modules; importing one registers its operators.
 FAMILIES = ("elemwise", "elemwise_grad", "nn", "conv", "nn_grad", "tensor", "tensor_grad", "slicing", "matrix", "reduce", "indexing",
-            "loss", "init", "device", "rnn", "sequence", "attention", "ranges", "sorting")
+            "loss", "init", "device", "rnn", "sequence", "attention", "ranges", "sorting", "custom")
 
 
 @hookimpl

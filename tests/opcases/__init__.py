@@ -9,7 +9,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-FAMILIES = ("elemwise", "nn", "conv", "tensor", "slicing", "matrix", "reduce", "indexing", "loss", "init", "rnn", "sequence", "attention", "ranges", "sorting")
+FAMILIES = ("elemwise", "nn", "conv", "tensor", "slicing", "matrix", "reduce", "indexing", "loss", "init", "rnn", "sequence", "attention", "ranges", "sorting", "custom")
 
 
 @dataclass

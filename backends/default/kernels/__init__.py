@@ -8,7 +8,7 @@ from .base import INPLACE, KERNELS
 __all__ = ["load_all", "FAMILIES", "INPLACE"]
 
 FAMILIES = ("elemwise", "elemwise_grad", "nn", "conv", "nn_grad", "conv_grad", "tensor", "slicing", "matrix", "reduce", "indexing",
-            "loss", "init", "device", "rnn", "rnn_grad", "sequence", "attention", "ranges", "sorting")
+            "loss", "init", "device", "rnn", "rnn_grad", "sequence", "attention", "ranges", "sorting", "custom")
 
 
 def load_all() -> dict:
