@@ -198,10 +198,10 @@ def _backward_aux(p: Params) -> list[str]:
 OPS = [
     CustomOpDef("Custom", inputs=_inputs, aux=_names("list_auxiliary_states"),
                 outputs=_names("list_outputs"), infer_shape=_infer_shape,
-                infer_type=_infer_type, gradient=_gradient,
+                infer_type=_infer_type, gradient=_gradient, traits=("opaque",),
                 doc="A Python operator registered with gx.operator.register(op_type): "
                     "Custom(*inputs, op_type=..., **kwargs)."),
-    CustomOpDef("_backward_Custom", inputs=_backward_inputs, traits=("backward",),
+    CustomOpDef("_backward_Custom", inputs=_backward_inputs, traits=("backward", "opaque"),
                 outputs=_names("list_arguments"),
                 doc="The backward pass of a Custom operator."),
 ]
