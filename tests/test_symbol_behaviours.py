@@ -149,3 +149,38 @@ def test_eval_children_and_bool():
         "slice_output0", "slice_output1", "slice_output2"]
     with pytest.raises(gx.NotImplementedForSymbol):
         bool(a)
+
+
+def test_default_v2_backend_and_dedup_subgraph():
+    assert "default_v2" in gx.list_backends()
+    d = gx.sym.var("data", shape=(2, 3))
+    net = gx.sym.exp(d) + gx.sym.sin(d)
+    gx.subgraph.set_op_names("default_v2", {"exp", "sin", "_plus", "elemwise_add"})
+    try:
+        part = net.optimize_for("default_v2", dedup_subgraph=True)
+        region = [n for n in part._indexed().nodes if n.op is not None]
+        assert [n.op.name for n in region] == ["_subgraph_op"]
+        assert len(region[0].inputs) == 1     # 'data' once although two nodes read it
+        with pytest.raises(gx.ArgumentValueError, match="dedup_subgraph=False"):
+            net.optimize_for("default_v2", dedup_subgraph=False)
+        v = np.random.default_rng(0).uniform(size=(2, 3)).astype("f4")
+        np.testing.assert_allclose(part.eval(data=v)[0], np.exp(v) + np.sin(v), rtol=1e-6)
+    finally:
+        gx.subgraph.set_op_names("default_v2", None)
+
+
+def test_operator_listing_and_arguments(capsys):
+    from graphexec.tools.cli import main
+    names = gx.operator.get_all_registered_operators()
+    assert "Activation" in names and "_Plus" in names and names == sorted(names)
+    args = gx.operator.get_operator_arguments("Activation")
+    assert args == (["data", "act_type"], ["NDArray-or-Symbol", "{'relu', 'sigmoid', "
+                    "'softrelu', 'softsign', 'tanh'}, required"], 2)   # MXNet 1.9.1's answer
+    assert gx.operator.get_operator_arguments("FullyConnected").names[:4] == [
+        "data", "weight", "bias", "num_hidden"]
+    assert main(["ops"]) == 0
+    out = capsys.readouterr().out
+    assert "Activation: " in out and "Custom: A Python operator" in out
+    assert main(["ops", "Activation"]) == 0
+    assert "act_type : {'relu'" in capsys.readouterr().out
+    assert main(["ops", "nosuch"]) == 1
