@@ -214,3 +214,26 @@ def test_second_backward_through_max_reduction():
     for _ in range(2):   # numpy 2 refused to re-enter one errstate object
         exe.backward(np.ones(2, "f4"))
     np.testing.assert_array_equal(exe.grad_dict["x"], [[0, 1, 0], [1, 0, 0]])
+
+
+def test_shapes_inferred_backward_from_a_known_output():
+    # the results MXNet 1.9.1's infer_shape gives (0 = unknown dimension in the given shapes)
+    w, wshift, data = gx.sym.var("weight"), gx.sym.var("wshift", shape=(1,)), gx.sym.var("d")
+    wt = gx.sym._internal._identity_with_attr_like_rhs(gx.sym.broadcast_add(w, wshift), w)
+    fc = gx.sym.FullyConnected(data=data, weight=wt, num_hidden=11, no_bias=True)
+    assert fc.infer_shape(d=(7, 100))[0] == [(7, 100), (11, 100), (1,)]
+    a = gx.sym.var("a", shape=(0, 10))
+    d = gx.sym.SliceChannel(a, num_outputs=10, axis=1, squeeze_axis=True)[1] + \
+        gx.sym.var("c", shape=(5,))
+    assert d.infer_shape()[0] == [(5, 10), (5,)]
+    a = gx.sym.var("a", shape=(0, 15, 0))
+    d = gx.sym.SliceChannel(a, num_outputs=3)[1] + gx.sym.var("c", shape=(3, 5, 2))
+    assert d.infer_shape()[0] == [(3, 15, 2), (3, 5, 2)]
+    a = gx.sym.var("a", shape=(0, 10, 0, 0))
+    conv = gx.sym.Convolution(a, num_filter=21, kernel=(3, 3), pad=(1, 1), name="cv")
+    assert (conv + gx.sym.var("c", shape=(5, 21, 32, 32))).infer_shape()[0][0] == (5, 10, 32, 32)
+    strided = gx.sym.Convolution(a, num_filter=21, kernel=(3, 3), stride=(2, 2), name="cs")
+    assert (strided + gx.sym.var("c", shape=(5, 21, 8, 8))).infer_shape_partial()[0][0] == \
+        (5, 10, 0, 0)   # only the batch size: a strided input size is ambiguous
+    r = gx.sym.Reshape(gx.sym.var("a", shape=(0, 6)), shape=(-1, 2, 3))
+    assert (r + gx.sym.var("c", shape=(4, 2, 3))).infer_shape()[0][0] == (4, 6)

@@ -142,7 +142,7 @@ def _declare() -> None:
 def _like_rhs_shape(p, ins, outs):
     """Output (and lhs) take the shape of rhs: head gradients shaped like their output."""
     same_shape(p, [ins[0]], outs)
-    if ins[1] is not None:
+    if ins[1] is not None or outs[0] is not None:   # all three alike, as MXNet's rule
         same_shape(p, ins, outs)
 
 
