@@ -237,3 +237,21 @@ def test_shapes_inferred_backward_from_a_known_output():
         (5, 10, 0, 0)   # only the batch size: a strided input size is ambiguous
     r = gx.sym.Reshape(gx.sym.var("a", shape=(0, 6)), shape=(-1, 2, 3))
     assert (r + gx.sym.var("c", shape=(4, 2, 3))).infer_shape()[0][0] == (4, 6)
+
+
+def test_group2ctx_with_ndarrays_bound_on_two_contexts():
+    d1, d2, d3 = gx.sym.var("data1"), gx.sym.var("data2"), gx.sym.var("data3")
+    with gx.AttrScope(ctx_group="dev1"):
+        net = (d1 + d2) * 3
+    with gx.AttrScope(ctx_group="dev2"):
+        net = net + d3
+    with gx.cpu(0):
+        arrs = [gx.nd.ones((2, 3)), gx.nd.ones((2, 3)) * 2]
+    with gx.cpu(1):
+        arrs.append(gx.nd.ones((2, 3)) * 3)   # an NDArray on the second context
+    exe = net.bind(gx.cpu(0), args=arrs, args_grad=[gx.nd.zeros((2, 3)) for _ in range(3)],
+                   group2ctx={"dev1": gx.cpu(0), "dev2": gx.cpu(1)})
+    assert exe.forward(is_train=True)[0].tolist() == [[12] * 3] * 2
+    assert arrs[2].context == gx.cpu(1)
+    exe.backward(gx.nd.ones((2, 3)))
+    assert exe.grad_arrays[0].tolist() == [[3] * 3] * 2
