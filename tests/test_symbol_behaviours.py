@@ -255,3 +255,25 @@ def test_group2ctx_with_ndarrays_bound_on_two_contexts():
     assert arrs[2].context == gx.cpu(1)
     exe.backward(gx.nd.ones((2, 3)))
     assert exe.grad_arrays[0].tolist() == [[3] * 3] * 2
+
+
+@pytest.mark.parametrize("backend", ["default", "default_v2"])
+@pytest.mark.parametrize("ops", [{"sin"}, {"Convolution"}, {"sin", "Convolution"}])
+def test_simple_bind_with_backend_and_partly_known_variable_shapes(backend, ops):
+    data1 = gx.sym.var("data1", shape=(3, 3, 10, 10), dtype=np.float32)
+    data2 = gx.sym.var("data2", shape=(1, 0, 2, 2))   # the channel count is inferred
+    conv = gx.sym.Convolution(data=data1, weight=gx.sym.sin(data2), kernel=(2, 2),
+                              num_filter=1, name="conv")
+    gx.subgraph.set_op_names(backend, ops)
+    try:
+        exe = conv.simple_bind(gx.cpu(), grad_req="null", backend=backend)
+        ref = conv.simple_bind(gx.cpu(), grad_req="null")
+        rng = np.random.default_rng(0)
+        for name in ref.arg_dict:
+            ref.arg_dict[name][:] = exe.arg_dict[name][:] = rng.uniform(
+                size=ref.arg_dict[name].shape)
+        assert exe.arg_dict["data2"].shape == (1, 3, 2, 2)
+        np.testing.assert_allclose(exe.forward()[0], ref.forward()[0], rtol=1e-5)
+        assert exe.partition_plan.regions
+    finally:
+        gx.subgraph.set_op_names(backend, None)
