@@ -277,3 +277,14 @@ def test_simple_bind_with_backend_and_partly_known_variable_shapes(backend, ops)
         assert exe.partition_plan.regions
     finally:
         gx.subgraph.set_op_names(backend, None)
+
+
+def test_loading_names_every_unknown_operator_at_once():
+    nodes = [{"op": "null", "name": "x", "inputs": []}]
+    for i, op in enumerate(["Foo", "Bar", "Foo", "relu"]):
+        nodes.append({"op": op, "name": f"n{i}", "inputs": [[i, 0, 0]]})
+    doc = {"nodes": nodes, "arg_nodes": [0], "heads": [[4, 0, 0]]}
+    with pytest.raises(gx.JSONFormatError, match=r"2 operators are not registered: 'Bar' "
+                       r"\(node 2 \('n1'\)\); 'Foo' \(node 1 \('n0'\), node 3 \('n2'\)\)") as info:
+        gx.sym.load_json(json.dumps(doc))
+    assert info.value.unknown_ops == ["Bar", "Foo"]
