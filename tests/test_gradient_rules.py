@@ -76,8 +76,7 @@ def test_backward_errors():
         exe.backward()
     with pytest.raises(ValueError, match=r"out_grads\[0\].*has shape \(3,\)"):
         exe.backward(np.ones(3, "f4"))
-    with pytest.raises(ValueError, match="2 out_grads for 1 outputs"):
-        exe.backward([np.ones(2, "f4")] * 2)
+    exe.backward([np.ones(2, "f4"), np.ones(5, "f4")])   # MXNet ignores extra out_grads
     with pytest.raises(TypeError, match="must be an array"):
         exe.backward([[1, 2]])
     exe.backward({exe.symbol.list_outputs()[0]: np.ones(2, "f4")})

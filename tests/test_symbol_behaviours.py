@@ -288,3 +288,12 @@ def test_loading_names_every_unknown_operator_at_once():
                        r"\(node 2 \('n1'\)\); 'Foo' \(node 1 \('n0'\), node 3 \('n2'\)\)") as info:
         gx.sym.load_json(json.dumps(doc))
     assert info.value.unknown_ops == ["Bar", "Foo"]
+
+
+def test_simple_bind_ignores_non_shape_keywords_as_mxnet():
+    a, idx = gx.sym.var("a"), gx.sym.var("indices")
+    out = gx.sym.take(a=a, indices=gx.sym.BlockGrad(idx), axis=1, mode="clip")
+    exe = out.simple_bind(gx.cpu(), a=(3, 4), indices=(2,), axis=1, mode="clip")
+    assert exe.arg_dict["a"].shape == (3, 4)
+    with pytest.raises(gx.BindError, match="'c' is not an input"):
+        out.simple_bind(gx.cpu(), a=(3, 4), indices=(2,), c=(3,))

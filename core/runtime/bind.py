@@ -196,9 +196,13 @@ def simple_bind(self: Symbol, ctx: Context, grad_req: Any = "write",
                 backend: Any = None, backend_options: dict | None = None,
                 **shapes: Any) -> Executor:
     """Infer every shape and dtype from ``shapes`` (and ``type_dict``; float32 by default),
-    allocate zero-filled arguments, gradients and auxiliary states, and bind them.
+    allocate zero-filled arguments, gradients and auxiliary states, and bind them. As in
+    MXNet 1.9.1, keywords that name no input and whose value is not a shape (``axis=1``,
+    ``mode='clip'``: an operator's attributes passed along by a test helper) are ignored.
     ``stype_dict`` (storage types) is accepted for MXNet compatibility: arrays are dense."""
     group2ctx = check_group2ctx(group2ctx)
+    inputs = set(self.list_inputs())
+    shapes = {k: v for k, v in shapes.items() if k in inputs or isinstance(v, (tuple, list))}
     if shared_buffer is not None and not isinstance(shared_buffer, dict):
         raise BindError(f"shared_buffer must be a dict, got {type(shared_buffer).__name__}")
     _check_shared(shared_exec, shared_arg_names)
