@@ -297,3 +297,14 @@ def test_simple_bind_ignores_non_shape_keywords_as_mxnet():
     assert exe.arg_dict["a"].shape == (3, 4)
     with pytest.raises(gx.BindError, match="'c' is not an input"):
         out.simple_bind(gx.cpu(), a=(3, 4), indices=(2,), c=(3,))
+
+
+def test_gen_atomic_symbol_keeps_op_attributes_and_outputs():
+    data, p, h0, h1 = (gx.sym.var(n) for n in ("data", "param", "h0", "h1"))
+    s = gx.sym.RNN(data, p, h0, h1, state_size=10, num_layers=2, bidirectional=True,
+                   state_outputs=True, mode="lstm", name="rnn")
+    atomic = s._gen_atomic_symbol()
+    assert atomic.list_outputs() == s.list_outputs()
+    assert atomic.list_attr() == s.list_attr()
+    assert atomic.list_arguments() == ["rnn_data", "rnn_parameters", "rnn_state",
+                                       "rnn_state_cell"]

@@ -8,7 +8,7 @@ from typing import Any
 
 from ..ir.errors import ArgumentTypeError
 from ..ops.registry import find_op
-from .symbol import Symbol, create_op_symbol
+from .symbol import Symbol, create_op_symbol, symbol_method
 
 __all__ = ["maximum", "minimum", "pow", "power", "hypot", "internal"]
 
@@ -73,3 +73,14 @@ class _Internal:
 
 
 internal = _Internal()
+
+
+@symbol_method
+def _gen_atomic_symbol(self: Symbol) -> Symbol:
+    """MXNet's ``sym._gen_atomic_symbol()``: a new node applying this symbol's (single) node's
+    operator with the same attributes to fresh input variables, with every output."""
+    node = self._single_node("_gen_atomic_symbol")
+    if node.op is None:
+        raise ArgumentTypeError("_gen_atomic_symbol: a variable has no operator")
+    attrs = {k: v for k, v in node.attrs.items() if not (k.startswith("__") and k.endswith("__"))}
+    return create_op_symbol(node.op.name, [], {**attrs, "name": node.name})
