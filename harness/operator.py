@@ -26,6 +26,7 @@ from graphexec.harness.opdoc import (OperatorArguments, describe,
                                      get_all_registered_operators, get_operator_arguments)
 
 __all__ = ["CustomOp", "CustomOpProp", "register", "CustomOpError", "OperatorArguments",
+           "PythonOp", "NumpyOp", "NDArrayOp",
            "get_all_registered_operators", "get_operator_arguments", "describe"]
 
 
@@ -107,3 +108,74 @@ def register(reg_name: str) -> Callable[[type], type]:
         register_prop(reg_name, prop_cls)
         return prop_cls
     return do_register
+
+
+class PythonOp:
+    """MXNet's legacy Python operator (``NumpyOp`` and ``NDArrayOp`` derive from it): an
+    object whose ``forward(in_data, out_data)`` / ``backward(out_grad, in_data, out_data,
+    in_grad)`` write the arrays; ``get_symbol(*inputs, name=...)`` (or calling it) makes its
+    node, run here as a ``Custom`` operator registered for this object."""
+
+    def __init__(self, need_top_grad: bool = True) -> None:
+        self.need_top_grad_ = need_top_grad
+
+    def __call__(self, *args: Any, **kwargs: Any):
+        return self.get_symbol(*args, **kwargs)
+
+    def get_symbol(self, *args: Any, **kwargs: Any):
+        from graphexec.core.symbol.symbol import create_op_symbol
+        op_type = f"_python_op_{id(self):x}"
+        legacy = self
+
+        class _Run(CustomOp):
+            def forward(self, is_train, req, in_data, out_data, aux):
+                legacy.forward(in_data=in_data, out_data=out_data)
+
+            def backward(self, req, out_grad, in_data, out_data, in_grad, aux):
+                legacy.backward(out_grad=out_grad, in_data=in_data, out_data=out_data,
+                                in_grad=in_grad)
+
+        class _Prop(CustomOpProp):
+            def __init__(self) -> None:
+                super().__init__(need_top_grad=legacy.need_top_grad())
+
+            def list_arguments(self):
+                return legacy.list_arguments()
+
+            def list_outputs(self):
+                return legacy.list_outputs()
+
+            def infer_shape(self, in_shape):
+                return legacy.infer_shape(in_shape)
+
+            def create_operator(self, ctx, in_shapes, in_dtypes):
+                return _Run()
+        register_prop(op_type, _Prop)
+        return create_op_symbol("Custom", args, {**kwargs, "op_type": op_type})
+
+    def forward(self, in_data: list, out_data: list) -> None:
+        out_data[0][:] = in_data[0]
+
+    def backward(self, out_grad: list, in_data: list, out_data: list, in_grad: list) -> None:
+        in_grad[0][:] = 1.0   # MXNet's default
+
+    def infer_shape(self, in_shape: list) -> tuple:
+        return in_shape, [in_shape[0]]
+
+    def list_outputs(self) -> list[str]:
+        return ["output"]
+
+    def list_arguments(self) -> list[str]:
+        return ["data"]
+
+    def need_top_grad(self) -> bool:
+        return self.need_top_grad_
+
+
+class NumpyOp(PythonOp):
+    """MXNet's ``NumpyOp``: a :class:`PythonOp` on numpy arrays (the NDArrays here are
+    numpy arrays)."""
+
+
+class NDArrayOp(PythonOp):
+    """MXNet's ``NDArrayOp``: a :class:`PythonOp` on NDArrays."""

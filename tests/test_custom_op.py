@@ -171,3 +171,24 @@ def test_custom_node_is_a_region_boundary(backend):
     got = net.bind(gx.cpu(), {"x": v}, aux_states={"q_aux": args["q_aux"]},
                    backend=backend).forward()[0]
     np.testing.assert_allclose(got, want, rtol=1e-5)
+
+
+def test_legacy_numpy_op():
+    class Double(gx.operator.NumpyOp):
+        def forward(self, in_data, out_data):
+            out_data[0][:] = in_data[0] * 2
+
+        def backward(self, out_grad, in_data, out_data, in_grad):
+            in_grad[0][:] = out_grad[0] * 2
+    x = gx.sym.var("X")
+    s = Double().get_symbol(x, name="numpy_op")
+    dx = np.zeros(4, "f4")
+    exe = s.bind(gx.cpu(), args=[np.full(4, 10, "f4")], args_grad={"X": dx})
+    assert exe.forward(is_train=True)[0].tolist() == [20] * 4
+    exe.backward(np.ones(4, "f4"))
+    assert dx.tolist() == [2] * 4
+    plain = gx.operator.NumpyOp()(x)     # MXNet's defaults: identity, gradient one
+    exe = plain.bind(gx.cpu(), args=[np.full(3, 5, "f4")], args_grad={"X": np.zeros(3, "f4")})
+    exe.forward(is_train=True)
+    exe.backward(np.full(3, 7, "f4"))
+    assert exe.grad_dict["X"].tolist() == [1, 1, 1]
