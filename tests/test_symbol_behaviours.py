@@ -308,3 +308,9 @@ def test_gen_atomic_symbol_keeps_op_attributes_and_outputs():
     assert atomic.list_attr() == s.list_attr()
     assert atomic.list_arguments() == ["rnn_data", "rnn_parameters", "rnn_state",
                                        "rnn_state_cell"]
+
+
+def test_grad_req_dict_keys_naming_no_argument_are_ignored():
+    x, w = gx.sym.var("x"), gx.sym.var("w")
+    exe = (x * w).simple_bind(gx.cpu(), x=(2,), w=(2,), grad_req={"x": "write", "b": "add"})
+    assert exe.grad_dict["w"] is None and exe.grad_dict["x"] is not None

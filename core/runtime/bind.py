@@ -87,7 +87,8 @@ def _gather(names: list[str], given: Any, what: str, ctxs: list[Context], allow_
 
 
 def normalize_grad_req(grad_req: Any, names: list[str]) -> dict[str, str]:
-    """grad_req given as a string, a list (one per argument) or a dict (missing -> 'null')."""
+    """grad_req given as a string, a list (one per argument) or a dict (missing -> 'null';
+    other keys ignored, as in MXNet 1.9.1)."""
     if isinstance(grad_req, str):
         reqs = {n: grad_req for n in names}
     elif isinstance(grad_req, (list, tuple)):
@@ -95,10 +96,7 @@ def normalize_grad_req(grad_req: Any, names: list[str]) -> dict[str, str]:
             raise BindError(f"grad_req list has {len(grad_req)} entries for {len(names)} "
                             f"arguments ({names})")
         reqs = dict(zip(names, grad_req))
-    elif isinstance(grad_req, Mapping):
-        unknown = [k for k in grad_req if k not in names]
-        if unknown:
-            raise BindError(f"grad_req names {unknown}, which are not arguments ({names})")
+    elif isinstance(grad_req, Mapping):   # keys naming no argument are ignored, as MXNet
         reqs = {n: grad_req.get(n, "null") for n in names}
     else:
         raise BindError(f"grad_req must be a string, list or dict, got {type(grad_req).__name__}")
