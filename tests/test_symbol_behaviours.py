@@ -314,3 +314,19 @@ def test_grad_req_dict_keys_naming_no_argument_are_ignored():
     x, w = gx.sym.var("x"), gx.sym.var("w")
     exe = (x * w).simple_bind(gx.cpu(), x=(2,), w=(2,), grad_req={"x": "write", "b": "add"})
     assert exe.grad_dict["w"] is None and exe.grad_dict["x"] is not None
+
+
+def test_tojson_identical_to_mxnet_with_attributes():
+    """tojson of symbols built with attr=, hidden keys, AttrScope and numpy integers is MXNet
+    1.9.1's text (recorded by tests/data/attrs/make_attrs.py)."""
+    import importlib.util
+    from pathlib import Path
+    here = Path(__file__).parent / "data" / "attrs"
+    spec = importlib.util.spec_from_file_location("make_attrs", here / "make_attrs.py")
+    make = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(make)
+    recorded = json.loads((here / "attrs.json").read_text())
+    built = make.build(gx, np)
+    assert sorted(built) == sorted(recorded)
+    for name, sym in built.items():
+        assert sym.tojson() == recorded[name], name
