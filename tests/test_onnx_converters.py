@@ -64,6 +64,7 @@ UNCONVERTED = NOT_EXPRESSED | {
        for name in ("_foreach", "_while_loop", "_cond")},
     "_contrib_fft": "ONNX's DFT runs only in float32/float64 contrib kernels: not converted",
     "_contrib_ifft": "ONNX's DFT runs only in float32/float64 contrib kernels: not converted",
+    "Custom": "a Python operator: it runs natively and is a region boundary, as in MXNet",
 }
 #: backward and region ops never reach an inference export
 INTERNAL_TRAITS = {"backward", "subgraph"}

@@ -175,6 +175,8 @@ def _build() -> dict[str, Lowering]:
     table["_backward_clip"] = Lowering(_clip)
     table["_backward_hard_sigmoid"] = Lowering(_hard_sigmoid)
     table["_backward_Cast"] = Lowering(lambda e, p, og: _cast_to(e, og))
+    # fused regions are floating point only: modulo's gradient passes through there
+    table["_backward_mod_scalar"] = Lowering(lambda e, p, og: og)
     for name, (fn, cost) in _SCALAR.items():
         table[f"_backward{name}"] = Lowering(fn, cost)
     for name in (*BINARY, *BROADCAST):

@@ -15,7 +15,7 @@ FAMILIES = ("elemwise", "elemwise_grad", "nn", "conv", "nn_grad", "tensor", "ten
             "detection", "detection_multibox", "detection_roi", "resample", "legacy", "norm",
             "geometry", "deformable", "dynamic",
             "linalg", "linalg_factor", "random", "pdf",
-            "misc", "loss_extra", "contrib")
+            "misc", "loss_extra", "contrib", "custom")
 
 
 @hookimpl

@@ -59,7 +59,7 @@ class Executor:
         self._set_outputs()
         self._head_grad_eids = [None if v is None else ig.entry_id(v)
                                 for v in graph.attrs.get("head_grad_nodes", [])]
-        self._last_forward_trained = self._backward_ran = False
+        self._last_forward_trained = self._backward_ran = self._forward_ran = False
         self._arg_dict = self._grad_dict = self._aux_dict = self._output_dict = None
         plugins = plugin_manager()
         self._observed = plugins.has_observers("graphexec_executor_run")
@@ -109,6 +109,7 @@ class Executor:
         if self._plan.dynamic is not None:  # outputs whose shape settled in this forward
             self._set_outputs()
         self._last_forward_trained = bool(is_train)
+        self._forward_ran = True
         self._backward_ran = False
         return self.outputs
 
@@ -121,10 +122,12 @@ class Executor:
         called repeatedly after one forward (grad_req 'add' accumulates)."""
         if not self._plan.segments["backward"]:
             return
-        if not self._last_forward_trained:
-            raise BackwardError("backward() needs the values of a forward(is_train=True) pass: "
-                                "call forward(is_train=True) first (the last forward ran with "
-                                "is_train=False or none ran yet)")
+        # As MXNet 1.9.1, backward after forward(is_train=False) differentiates the values
+        # that inference pass computed (ops with a training mode, BatchNorm and Dropout, give
+        # their inference-mode gradients); only a backward before any forward is refused.
+        if not self._forward_ran:
+            raise BackwardError("backward() needs the values of a forward pass: call "
+                                "forward(is_train=True) first (no forward ran yet)")
         if self._backward_ran and self._plan.graph.attrs["backward_clobbers_forward"]:
             self._replay_forward()
         grads = self._normalize_out_grads(out_grads)
@@ -164,8 +167,8 @@ class Executor:
         """Recompute the forward values a previous backward overwrote (the memory plan lets
         backward reuse them, as MXNet's does), drawing the same random numbers as the original
         forward so Dropout masks match; the generator then continues where it was."""
-        if not self._plan.forward_draws:
-            self._plan.run(True, "forward")
+        if not self._plan.forward_draws or not self._last_forward_trained:
+            self._plan.run(self._last_forward_trained, "forward")
             return
         gen = generator()
         current = gen.bit_generator.state
@@ -189,9 +192,8 @@ class Executor:
             grads = list(out_grads)
         else:
             grads = [out_grads]
-        if len(grads) > len(names):
-            raise ArgumentShapeError(f"backward got {len(grads)} out_grads for {len(names)} "
-                                     f"outputs ({names})")
+        # MXNet 1.9.1 reads one head gradient per output and ignores any beyond them
+        grads = grads[:len(names)]
         for i, g in enumerate(grads):
             if g is not None and not (hasattr(g, "shape") and hasattr(g, "dtype")):
                 raise ArgumentTypeError(f"out_grads[{i}] must be an array, got "

@@ -2,6 +2,7 @@
 the dmlc JSON writer MXNet 1.x uses, so files round-trip unchanged)."""
 from __future__ import annotations
 
+import difflib
 import json
 import os
 from typing import Any
@@ -9,7 +10,7 @@ from typing import Any
 from ..ir.arguments import special_file
 from ..ir.errors import ArgumentTypeError, GraphexecError, JSONFormatError
 from ..ir.graph import Entry, Node
-from ..ops.registry import get_op
+from ..ops.registry import all_names, find_op, get_op
 from .symbol import Symbol, symbol_method
 
 __all__ = ["load", "load_json", "to_json", "tojson", "save", "MXNET_VERSION",
@@ -72,11 +73,41 @@ def graph_from_doc(doc: Any, source: str, depth: int = 0, outer_version: int | N
         raise JSONFormatError(f"{source}: subgraphs nested {depth} deep; at most "
                               f"{MAX_SUBGRAPH_DEPTH} levels are supported")
     version = _doc_version(doc) if outer_version is None or "attrs" in doc else outer_version
+    if depth == 0:
+        _check_known_ops(doc, source)
     nodes: list[Node] = []
     for i, jn in enumerate(doc["nodes"]):
         nodes.append(_load_node(i, jn, nodes, source, version, depth))
     heads = [_entry(h, nodes, source, "heads") for h in doc["heads"]]
     return Symbol(heads)
+
+
+def _check_known_ops(doc: dict, source: str) -> None:
+    """Every operator the document (and its subgraphs) names that is not registered, in one
+    error: a model needing four missing operators says so at once."""
+    missing: dict[str, list[str]] = {}
+    stack = [doc]
+    while stack:
+        d = stack.pop()
+        for i, jn in enumerate(d.get("nodes", []) if isinstance(d, dict) else []):
+            if not isinstance(jn, dict) or not isinstance(jn.get("op"), str):
+                continue  # malformed nodes are reported by _load_node
+            if jn["op"] != "null" and find_op(jn["op"]) is None:
+                missing.setdefault(jn["op"], []).append(f"node {i} ({jn.get('name')!r})")
+            subgraphs = jn.get("subgraphs")
+            stack.extend(sg for sg in subgraphs if isinstance(sg, dict)) \
+                if isinstance(subgraphs, list) else None
+    if not missing:
+        return
+    parts = []
+    for op, where in sorted(missing.items()):
+        close = difflib.get_close_matches(op, all_names(), n=3)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        parts.append(f"{op!r} ({', '.join(where[:3])}{', ...' if len(where) > 3 else ''}{hint})")
+    error = JSONFormatError(f"{source}: {len(missing)} operator{'s are' if len(missing) > 1 else ' is'} "
+                            f"not registered: {'; '.join(parts)}")
+    error.unknown_ops = sorted(missing)
+    raise error
 
 
 def _doc_version(doc: dict) -> int:

@@ -12,7 +12,7 @@ import numpy as np
 FAMILIES = ("elemwise", "nn", "conv", "tensor", "slicing", "matrix", "reduce", "indexing", "loss", "init", "rnn", "sequence", "attention", "ranges", "sorting",
             "detection", "detection_roi", "resample", "legacy", "norm", "geometry", "deformable",
             "dynamic",
-            "linalg", "random", "misc", "loss_extra", "contrib")
+            "linalg", "random", "misc", "loss_extra", "contrib", "custom")
 
 
 @dataclass

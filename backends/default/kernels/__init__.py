@@ -13,7 +13,7 @@ FAMILIES = ("elemwise", "elemwise_grad", "nn", "conv", "nn_grad", "conv_grad", "
             "detection_proposal", "detection_psroi", "resample", "legacy", "norm", "geometry",
             "deformable", "deformable_pool", "dynamic",
             "linalg", "linalg_factor", "random", "pdf",
-            "misc", "loss_extra", "contrib")
+            "misc", "loss_extra", "contrib", "custom")
 
 
 def load_all() -> dict:
