@@ -388,17 +388,22 @@ def _auto_table(row: dict) -> str:
     head = "".join(f"<th>{esc(b)} ms</th>" for b in backends)
     out = [f'<h3>Per-region decisions of {esc(row["strategy"])}</h3><table class="auto">'
            f'<thead><tr><th class="text">region</th><th>ops</th><th class="text">chosen</th>'
-           f"{head}</tr></thead><tbody>"]
+           f'{head}<th>speed-up, 95% interval</th><th class="text">verdict</th></tr></thead>'
+           f"<tbody>"]
     for d in decisions:
         times = d.get("timings_ms", {})
         cells = "".join(
             f'<td class="num{" best" if b == d.get("chosen") else ""}">'
             f'{_ms(times[b]) if b in times else _text(None)}</td>' for b in backends)
+        ci = d.get("ci95")
+        speed = None if d.get("speedup") is None else (
+            f"{d['speedup']:.2f}\u00d7", f"{ci[0]:.2f}\u2013{ci[1]:.2f}" if ci else "")
         members = esc(", ".join(d.get("members", [])))
         out.append(f'<tr class="auto-row" data-region="{esc(d["region"])}">'
                    f'<td class="text">{esc(d["region"])}</td><td title="{members}">'
                    f'{len(d.get("members", []))}</td><td class="text">{esc(d.get("chosen"))}'
-                   f"</td>{cells}</tr>")
+                   f'</td>{cells}{_num(speed)}<td class="text">'
+                   f'{esc(d.get("note") or d.get("verdict") or "")}</td></tr>')
     out.append("</tbody></table>")
     return "".join(out)
 
