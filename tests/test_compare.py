@@ -242,7 +242,7 @@ def test_auto_takes_a_region_only_when_it_is_significantly_faster(monkeypatch):
     fake = {"onnxrt": 1.0, "fused": 3.0, "native": 2.0}
     noise = np.exp(np.random.default_rng(0).normal(0, 0.02, (2, 20)))
 
-    def timed(region, ctx, need_grad, repeat, budget_s, min_gain):
+    def timed(region, ctx, need_grad, repeat, left_s, share_s, min_gain):
         # synthetic paired samples through the same statistics as the real timing
         native, own = fake["native"] * noise[0], fake[region["backend"]] * noise[1]
         s = speedup(list(native), list(own), min_gain)
@@ -274,12 +274,15 @@ def test_auto_timing_stops_at_its_budget():
     exe = y.simple_bind(gx.cpu(), grad_req="null", data=(64, 256),
                         backend="auto:candidates=onnxrt|fused,budget=0.001")
     decisions = exe.partition_plan.decisions
-    # the largest region is timed first (within its share of the budget), the others not
+    # the largest region is bound first, and its 6 rounds would not fit: nothing is timed
     assert [len(d["members"]) for d in decisions] == [8, 4, 3]
-    assert "note" not in decisions[0] and decisions[0]["rounds"] >= 6
+    assert decisions[0]["note"].startswith("not timed: 6 rounds would take")
     assert [d["note"] for d in decisions[1:]] == ["not timed: the budget of 0.001 s was "
                                                   "spent"] * 2
-    assert all(d["chosen"] == "native" for d in decisions[1:])
+    assert all(d["chosen"] == "native" for d in decisions)
+    exe = y.simple_bind(gx.cpu(), grad_req="null", data=(64, 256),
+                        backend="auto:candidates=onnxrt|fused,budget=30")
+    assert all(d.get("rounds", 0) >= 6 for d in exe.partition_plan.decisions)
 
 
 def test_auto_errors():

@@ -12,8 +12,9 @@ a region goes to its backend only when that is significantly faster.
    the inferred shapes, and the two are timed in turn (forward, or forward+backward in a
    training bind; :func:`graphexec.core.runtime.timing.interleave`) for at least 6 and at
    most ``repeat`` rounds, until the speed-up's 95% interval decides; the largest regions
-   are timed first, and the whole timing stops after ``budget`` seconds (candidates not timed
-   by then stay native, and say so);
+   are timed first, and the timing (binding the candidates included) stops after ``budget``
+   seconds: a candidate whose fewest rounds would not fit in what is left, and those not
+   reached, stay native and say so in their ``note``;
 3. regions are taken greedily by time saved, largest first, when the backend is
    significantly faster (the interval excludes 1 and the speed-up is at least ``1 +
    min_gain``: see :func:`~graphexec.core.runtime.timing.verdict`) and they do not overlap a
@@ -173,7 +174,7 @@ def _time_candidates(regions: list[dict], ctx, need_grad: bool, opts: dict) -> l
             decisions[i] = _untimed(regions[i], f"not timed: the budget of {opts['budget']} s "
                                                 f"was spent")
             continue
-        decisions[i] = _time_candidate(regions[i], ctx, need_grad, opts["repeat"],
+        decisions[i] = _time_candidate(regions[i], ctx, need_grad, opts["repeat"], left,
                                        left / (len(order) - k), opts["min_gain"])
     return decisions
 
@@ -184,11 +185,13 @@ def _untimed(region: dict, why: str) -> dict:
             "verdict": "same", "note": why}
 
 
-def _time_candidate(region: dict, ctx, need_grad: bool, repeat: int, budget_s: float,
-                    min_gain: float) -> dict:
+def _time_candidate(region: dict, ctx, need_grad: bool, repeat: int, left_s: float,
+                    share_s: float, min_gain: float) -> dict:
     """The region run natively and by its backend (each bound on its own), timed in turn
-    until the 95% interval of the backend's speed-up decides (or ``repeat`` rounds, or
-    ``budget_s``): median ms of each, ``speedup``, ``ci95``, ``verdict``."""
+    until the 95% interval of the backend's speed-up decides (or ``repeat`` rounds, or its
+    ``share_s`` of the budget): median ms of each, ``speedup``, ``ci95``, ``verdict``. Not
+    timed when the fewest rounds would take longer than the ``left_s`` seconds of the budget
+    (bound and run once, the two calls tell)."""
     runs: dict[str, Any] = {}
     for label, backend in (("native", "NONE"), (region["backend"], region["backend"])):
         try:
@@ -197,16 +200,20 @@ def _time_candidate(region: dict, ctx, need_grad: bool, repeat: int, budget_s: f
             log.warning("auto: timing region %s with %s failed: %s: %s", region["node"],
                         backend, type(exc).__name__, exc)
             return _untimed(region, f"{backend} failed: {type(exc).__name__}: {exc}")
-    single = min(_seconds(runs["native"], 1) for _ in range(2))
-    number = max(1, min(1000, math.ceil(_SAMPLE_S / max(single, 1e-7))))
     own = region["backend"]
+    single = {k: _seconds(run, 1) for k, run in runs.items()}
+    if _MIN_ROUNDS * sum(single.values()) > left_s:
+        return _untimed(region, f"not timed: {_MIN_ROUNDS} rounds would take "
+                                f"{_MIN_ROUNDS * sum(single.values()):.1f} s, more than the "
+                                f"{left_s:.1f} s left of the budget")
+    number = max(1, min(1000, math.ceil(_SAMPLE_S / max(single["native"], 1e-7))))
 
     def decided(samples: dict) -> bool:
         ci = speedup(samples["native"], samples[own], min_gain)["ci95"]
         return ci is not None and (ci[1] < 1 + min_gain or ci[0] > 1)
     timers = {k: (lambda run=run: _seconds(run, number)) for k, run in runs.items()}
     samples, _ = interleave(timers, min_rounds=min(_MIN_ROUNDS, repeat), max_rounds=repeat,
-                            budget_s=budget_s, done=decided, check_every=2)
+                            budget_s=share_s, done=decided, check_every=2)
     s = speedup(samples["native"], samples[own], min_gain)
     return {"region": region["node"], "backend": own, "members": region["members"],
             "timings_ms": {k: statistics.median(v) * 1e3 for k, v in samples.items()},
