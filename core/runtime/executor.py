@@ -298,6 +298,7 @@ class Executor:
             states = self.region_states.values()
             plan.fallbacks = sum(s.get("fallbacks", 0) for s in states)
             plan.host_copies = sum(s.get("host_copies", 0) for s in states)
+            plan.mark_fallbacks(self.region_states)
         return plan
 
     @property
