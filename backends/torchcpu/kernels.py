@@ -1,6 +1,7 @@
 """The ``torch`` kernel variants: Convolution, BatchNorm, Pooling and relu, forward and
 backward, run by PyTorch's CPU operators (oneDNN convolutions, the same library MXNet 1.9.1's
-CPU backend calls) on the executor's own arrays.
+CPU backend calls), and FullyConnected (MKL's sgemm, whose threads wait passively where
+OpenBLAS's spin against PyTorch's), on the executor's own arrays.
 
 Each factory wraps the bound numpy arrays as tensors once (``torch.from_numpy`` shares their
 memory) and calls the ATen operator; results are copied into the planned output arrays. The
@@ -16,9 +17,11 @@ from __future__ import annotations
 import os
 import warnings
 
+import numpy as np
+
 from graphexec.core.ops.conv import conv_geometry, pool_geometry
 
-__all__ = ["KERNELS", "INPLACE"]
+__all__ = ["INPLACE", "KERNELS", "load_torch"]
 
 #: op name -> factory of this variant
 KERNELS: dict = {}
@@ -36,7 +39,7 @@ def _kernel(*names: str, inplace: bool = False):
     return deco
 
 
-def _torch():
+def load_torch():
     """PyTorch, imported on first use. Its OpenMP threads wait passively between operators
     (``OMP_WAIT_POLICY=PASSIVE`` unless the user set it; read when torch is first imported):
     spinning threads cost 2-4x on a machine whose cores other work shares (a ResNet-18
@@ -50,7 +53,7 @@ def _t(arr):
     """A tensor sharing ``arr``'s memory (read-only inputs too: kernels never write them)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # "The given NumPy array is not writable"
-        return _torch().from_numpy(arr)
+        return load_torch().from_numpy(arr)
 
 
 def _nothing() -> None:
@@ -66,7 +69,7 @@ def _conv_args(p) -> tuple:
 
 @_kernel("Convolution")
 def convolution(call):
-    aten = _torch().ops.aten
+    aten = load_torch().ops.aten
     p = call.params
     x, w = _t(call.inputs[0]), _t(call.inputs[1])
     b = None if p.no_bias else _t(call.inputs[2])
@@ -81,7 +84,7 @@ def convolution(call):
 @_kernel("_backward_Convolution")
 def convolution_backward(call):
     """Inputs (dY, data, weight[, bias]); outputs (d data, d weight[, d bias])."""
-    aten = _torch().ops.aten
+    aten = load_torch().ops.aten
     p = call.params
     og, x, w = (_t(a) for a in call.inputs[:3])
     outs = [_t(o) for o in call.outputs]
@@ -103,7 +106,7 @@ def convolution_backward(call):
 @_kernel("BatchNorm")
 def batch_norm(call):
     """Batch statistics when training without use_global_stats, else the moving ones."""
-    aten = _torch().ops.aten
+    aten = load_torch().ops.aten
     p = call.params
     x, gamma, beta, moving_mean, moving_var = call.inputs
     out, mean, invstd = call.outputs
@@ -125,7 +128,7 @@ def batch_norm(call):
         else:
             y = aten.native_batch_norm(tx, tw, tb, tmm, tmv, False, 0.0, eps)[0]
             tmean.copy_(tmm)
-            _torch().rsqrt(tmv + eps, out=tinv)
+            load_torch().rsqrt(tmv + eps, out=tinv)
         tout.copy_(y)
     return run
 
@@ -134,7 +137,7 @@ def batch_norm(call):
 def batch_norm_backward(call):
     """Inputs (dY, mean, invstd, data, gamma, beta, moving_mean, moving_var); outputs
     (d data, d gamma, d beta). A training backward moves the moving statistics after."""
-    aten = _torch().ops.aten
+    aten = load_torch().ops.aten
     p = call.params
     og, mean, invstd, x, gamma, _, moving_mean, moving_var = (_t(a) for a in call.inputs)
     dx, dgamma, dbeta = (_t(o) for o in call.outputs)
@@ -175,7 +178,7 @@ def _pool_args(p, shape: tuple) -> tuple:
 @_kernel("Pooling")
 def pooling(call):
     """Max (keeping the argmax in the workspace when training) or avg pooling, 2-D."""
-    aten = _torch().ops.aten
+    aten = load_torch().ops.aten
     p = call.params
     x = _t(call.inputs[0])
     out = _t(call.outputs[0])
@@ -200,7 +203,7 @@ def pooling(call):
 def pooling_backward(call):
     """Inputs (dY, dY_workspace, data, out, workspace) for max pooling, (dY, data, out) for
     avg; the data's gradient."""
-    aten = _torch().ops.aten
+    aten = load_torch().ops.aten
     if call.req[0] == "null":
         return _nothing
     p = call.params
@@ -215,7 +218,7 @@ def pooling_backward(call):
             dx.copy_(aten.avg_pool2d_backward(og, x, kernel, stride, pad, ceil, cip, None))
         return run_avg
     og, x, ws = ins[0], ins[2], ins[4]
-    torch = _torch()
+    torch = load_torch()
 
     def run_max():
         idx = ws.to(torch.int64)
@@ -224,10 +227,57 @@ def pooling_backward(call):
     return run_max
 
 
+# -- FullyConnected ---------------------------------------------------------------------------
+def _fc_rows(p, x, w) -> tuple[int, int]:
+    """(rows, K): the FullyConnected data ``x`` as a (rows, K) matrix."""
+    rows = x.shape[0] if p.flatten else int(np.prod(x.shape[:-1]))
+    return rows, w.shape[1]
+
+
+@_kernel("FullyConnected")
+def fully_connected(call):
+    """out = data (flattened to 2-D, or over its last axis) @ weight.T + bias, written in
+    place by MKL's sgemm."""
+    torch = load_torch()
+    p = call.params
+    rows, k = _fc_rows(p, call.inputs[0], call.inputs[1])
+    x, w = _t(call.inputs[0]).view(rows, k), _t(call.inputs[1]).t()
+    out = _t(call.outputs[0]).view(rows, p.num_hidden)
+    if p.no_bias:
+        return lambda: torch.mm(x, w, out=out)
+    b = _t(call.inputs[2])
+    return lambda: torch.addmm(b, x, w, out=out)
+
+
+@_kernel("_backward_FullyConnected")
+def fully_connected_backward(call):
+    """dX = dY @ W, dW = dY^T @ X, db = sum of dY over rows, each written in place."""
+    torch = load_torch()
+    p = call.params
+    rows, k = _fc_rows(p, call.inputs[1], call.inputs[2])
+    og = _t(call.inputs[0]).view(rows, p.num_hidden)
+    x, w = _t(call.inputs[1]).view(rows, k), _t(call.inputs[2])
+    steps = []
+    if call.req[0] != "null":
+        dx = _t(call.outputs[0]).view(rows, k)
+        steps.append(lambda: torch.mm(og, w, out=dx))
+    if call.req[1] != "null":
+        dw = _t(call.outputs[1])
+        steps.append(lambda: torch.mm(og.t(), x, out=dw))
+    if not p.no_bias and call.req[2] != "null":
+        db = _t(call.outputs[2])
+        steps.append(lambda: torch.sum(og, 0, out=db))
+
+    def run():
+        for step in steps:
+            step()
+    return run
+
+
 # -- relu -------------------------------------------------------------------------------------
 @_kernel("Activation", inplace=True)
 def relu(call):
-    torch = _torch()
+    torch = load_torch()
     x, out = _t(call.inputs[0]), _t(call.outputs[0])
 
     def run():
@@ -238,7 +288,7 @@ def relu(call):
 @_kernel("_backward_Activation", inplace=True)
 def relu_backward(call):
     """Inputs (dY, out): dY where the output is positive."""
-    aten = _torch().ops.aten
+    aten = load_torch().ops.aten
     if call.req[0] == "null":
         return _nothing
     og, y = _t(call.inputs[0]), _t(call.inputs[1])

@@ -18,7 +18,7 @@ from graphexec.core.ops.conv import channel_last, conv_geometry, pool_geometry
 from graphexec.core.runtime.kernels import KERNEL_ATTR
 from graphexec.core.subgraph import ReasonSelector, SubgraphBackend, SubgraphProperty
 
-from .kernels import KERNELS
+from .kernels import KERNELS, load_torch
 
 __all__ = ["NAME", "supported", "torch_kernels_pass", "make_backend", "TorchKernelsProperty"]
 
@@ -79,7 +79,7 @@ def _activation(node, shapes) -> str | None:
     return None if node.params.act_type == "relu" else f"act_type {node.params.act_type}"
 
 
-_RULES = {"Convolution": _conv, "BatchNorm": _batch_norm, "Pooling": _pooling,
+_RULES = {"FullyConnected": lambda node, shapes: None, "Convolution": _conv, "BatchNorm": _batch_norm, "Pooling": _pooling,
           "Activation": _activation}
 
 
@@ -137,7 +137,7 @@ def torch_kernels_pass(graph: Graph) -> Graph:
     if plan is None or NAME not in plan.backends:
         return graph
     try:
-        import torch  # noqa: F401
+        load_torch()
     except ImportError as exc:
         raise GraphexecError(f"the {NAME!r} strategy needs PyTorch (pip install torch, the CPU "
                              f"wheel; or graphexec[torch]): {exc}") from None
