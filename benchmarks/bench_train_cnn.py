@@ -57,6 +57,8 @@ def fill(exe, ints: dict, rng) -> None:
             arr[...] = rng.integers(*ints[name], arr.shape)
         else:
             arr[...] = rng.uniform(-0.05, 0.05, arr.shape)
+            if name.endswith("_var"):  # BatchNorm's moving variance, as mxnet_oracle.py fills it
+                np.abs(arr, out=arr)
 
 
 def train_step(sym, shapes: dict, ints: dict, trained: list, backend: str):

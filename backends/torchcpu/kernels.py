@@ -190,9 +190,13 @@ def pooling(call):
             out.copy_(aten.avg_pool2d(x, kernel, stride, pad, ceil, cip, None))
         return run_avg
     ws = _t(call.outputs[1]) if call.is_train and len(call.outputs) > 1 else None
+    # PyTorch's max pooling is vectorised for channels-last tensors only: 3x faster with the
+    # transposing copy on ResNet's first pooling (19 ms against 60 ms, batch 16, 2 threads)
+    cl = load_torch().channels_last
 
     def run_max():
-        y, idx = aten.max_pool2d_with_indices(x, kernel, stride, pad, [1, 1], ceil)
+        xc = x.contiguous(memory_format=cl)
+        y, idx = aten.max_pool2d_with_indices(xc, kernel, stride, pad, [1, 1], ceil)
         out.copy_(y)
         if ws is not None:
             ws.copy_(idx)
