@@ -101,6 +101,13 @@ def test_unsupported_nodes_stay_native_with_a_reason():
     _close(exe.forward()[0], ref.forward()[0], "mixed torch/native forward")
 
 
+def test_optimized_symbol_does_not_carry_the_kernel_choice():
+    _needs_torch()
+    exe = _run("resnet_like", "torch")
+    assert _marked(exe)
+    assert "__kernel__" not in exe.get_optimized_symbol().tojson()
+
+
 def test_inference_bind_uses_the_kernels_with_moving_statistics():
     _needs_torch()
     meta = META["cases"]["resnet_like"]
