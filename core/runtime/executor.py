@@ -8,7 +8,7 @@ from ..ir.arguments import as_array, as_mapping
 from ..ir.context import Context
 from ..ir.errors import (ArgumentShapeError, ArgumentTypeError, BackwardError,
                          HeadGradientError, UnknownArgumentError)
-from ..ir.graph import Graph
+from ..ir.graph import Graph, topo_order
 from ..ir.ndarray import user_array
 from ..ir.random import generator
 from ..passes.manager import apply_passes
@@ -17,6 +17,7 @@ from ..symbol.debug_str import graph_debug_str
 from ..symbol.symbol import Symbol, check_unique_names, copy_graph
 from . import frozen, sharing
 from .guard import exclusive, new_guard
+from .kernels import KERNEL_ATTR
 from .pipeline import build_graph
 from .plan import ExecPlan
 
@@ -337,7 +338,10 @@ class Executor:
         """The symbol after the executor's graph passes."""
         graph = self._plan.graph
         num_out = graph.attrs.get("num_forward_outputs", len(graph.outputs))
-        return Symbol(copy_graph(graph.outputs[:num_out]))
+        heads = copy_graph(graph.outputs[:num_out])
+        for node in topo_order(e.node for e in heads):  # a kernel variant is this bind's choice
+            node.attrs.pop(KERNEL_ATTR, None)
+        return Symbol(heads)
 
     @property
     def symbol(self) -> Symbol:
