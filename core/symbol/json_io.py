@@ -88,15 +88,17 @@ def _check_known_ops(doc: dict, source: str) -> None:
     missing: dict[str, list[str]] = {}
     stack = [doc]
     while stack:
-        d = stack.pop()
-        for i, jn in enumerate(d.get("nodes", []) if isinstance(d, dict) else []):
+        nodes = stack.pop().get("nodes")
+        if not isinstance(nodes, list):
+            continue  # a malformed document is reported by graph_from_doc
+        for i, jn in enumerate(nodes):
             if not isinstance(jn, dict) or not isinstance(jn.get("op"), str):
                 continue  # malformed nodes are reported by _load_node
             if jn["op"] != "null" and find_op(jn["op"]) is None:
                 missing.setdefault(jn["op"], []).append(f"node {i} ({jn.get('name')!r})")
             subgraphs = jn.get("subgraphs")
-            stack.extend(sg for sg in subgraphs if isinstance(sg, dict)) \
-                if isinstance(subgraphs, list) else None
+            if isinstance(subgraphs, list):
+                stack.extend(sg for sg in subgraphs if isinstance(sg, dict))
     if not missing:
         return
     parts = []
