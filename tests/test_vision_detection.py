@@ -130,12 +130,13 @@ def test_roi_with_negative_batch_index_gives_zeros(op):
 
 
 ONNX_CASES = sorted(n for n, c in META["cases"].items()
-                    if c["op"] in ("_contrib_ROIAlign", "ROIPooling")
+                    if c["op"] in ("_contrib_ROIAlign", "ROIPooling", "_contrib_box_iou",
+                                   "_contrib_box_decode")
                     and "position_sensitive" not in c["attrs"])
 
 
 @pytest.mark.parametrize("name", ONNX_CASES)
-def test_roi_case_matches_mxnet_in_an_onnxrt_region(name):
+def test_case_matches_mxnet_in_an_onnxrt_region(name):
     pytest.importorskip("onnxruntime")
     case = META["cases"][name]
     sym = gx.sym.load_json(case["symbol_json"])
