@@ -151,7 +151,8 @@ class _Near:
     group's (a slice of the boxes sorted by left edge). Below a threshold of 0.05 the
     radius spans everything: every later box is a candidate."""
 
-    GROUP = 16
+    GROUP = 16      # kept boxes per group, at least;
+    CELLS = 256     # more where fewer than CELLS candidates per kept box remain
 
     def __init__(self, xp, table, members, thresh):
         x1, _, x2, _ = table.edges
@@ -176,8 +177,10 @@ class _Near:
         kept = kept[xp.argsort(self.x[kept], kind="stable")]
         kx = self.x[kept]
         out = []
-        for g in range(0, kept.size, self.GROUP):
-            last = min(kept.size, g + self.GROUP) - 1
+        # few candidates: larger groups, so that each comparison is worth a call
+        group = max(self.GROUP, -(-kept.size * self.CELLS // cand.size))
+        for g in range(0, kept.size, group):
+            last = min(kept.size, g + group) - 1
             lo = int(xp.searchsorted(xs, kx[g] - self.radius, side="left"))
             hi = int(xp.searchsorted(xs, kx[last] + self.radius, side="right"))
             if hi > lo:
