@@ -203,3 +203,15 @@ def test_blocked_suppression_matches_box_by_box(seed, monkeypatch):
                                inclusive=inclusive, plus_one=plus_one)
         want = _greedy_by_box(boxes, t, inclusive, plus_one)
         assert list(np.flatnonzero(got)) == want, (thresh, inclusive, plus_one)
+
+
+def test_top_of_many_keeps_the_stable_order():
+    """box_nms's partition shortcut for a small topk gives the stable sort's first k, ties
+    at the cut included."""
+    from graphexec.backends.default.kernels.detection import top_order
+    rng = np.random.default_rng(3)
+    scores = np.round(rng.uniform(0, 1, 400), 1).astype("f4")  # many ties
+    valid = scores > 0.15
+    order = np.argsort(np.where(valid, -scores, np.inf), kind="stable")
+    for k in (1, 7, 30, 99, 100, int(valid.sum())):
+        assert list(top_order(np, scores, valid, k)) == list(order[:k]), k

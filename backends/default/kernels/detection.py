@@ -212,11 +212,17 @@ def _cast(arr, value):
     return arr.dtype.type(np.float32(value))
 
 
-def rank(xp, scores, valid):
-    """Per row, positions ordered by descending score, stable (ties keep input order),
-    invalid positions last; and the number of valid positions per row."""
+def top_order(xp, scores, valid, k: int):
+    """The first ``k`` valid positions by descending score, stable (ties keep input order).
+    For a few of many, a partition finds the k-th key first: the stable order's first k are
+    the keys below it, then the keys equal to it in input order."""
     key = xp.where(valid, -scores, scores.dtype.type(np.inf))
-    return xp.argsort(key, axis=-1, kind="stable"), valid.sum(axis=-1)
+    if k < 1:
+        return xp.zeros(0, dtype=np.int64)
+    if 4 * k >= key.size:
+        return xp.argsort(key, kind="stable")[:k]
+    cand = xp.flatnonzero(key <= xp.partition(key, k - 1)[k - 1])
+    return cand[xp.argsort(key[cand], kind="stable")[:k]]
 
 
 def _box_nms(xp, p, data, out, record) -> None:
@@ -233,11 +239,11 @@ def _box_nms(xp, p, data, out, record) -> None:
     valid = scores > _cast(d, p.valid_thresh)
     if p.id_index >= 0:
         valid &= d[..., p.id_index] != _cast(d, p.background_id)
-    order, counts = rank(xp, scores, valid)
+    counts = valid.sum(axis=-1)
     o.fill(-1)
     rec.fill(-1)
     for b in range(batches):
-        idx = order[b, :min(int(counts[b]), topk)]
+        idx = top_order(xp, scores[b], valid[b], min(int(counts[b]), topk))
         kept = idx[_keep_rows(xp, p, d[b, idx])]
         o[b, :kept.size] = d[b, kept]
         rec[b, :kept.size] = kept + b * n
