@@ -9,7 +9,7 @@ __all__ = ["load_all", "FAMILIES", "INPLACE"]
 
 FAMILIES = ("elemwise", "elemwise_grad", "nn", "conv", "nn_grad", "conv_grad", "tensor", "slicing", "matrix", "reduce", "indexing",
             "loss", "init", "device", "rnn", "rnn_grad", "sequence", "attention", "ranges", "sorting",
-            "detection", "detection_multibox", "detection_roi",
+            "detection", "detection_boxes", "detection_multibox", "detection_roi",
             "detection_proposal", "detection_psroi", "resample", "legacy", "norm", "geometry",
             "deformable", "deformable_pool", "dynamic",
             "linalg", "linalg_factor", "random", "pdf",

@@ -1,8 +1,8 @@
-"""Kernels of the bounding-box operators (core/ops/detection.py): box_nms and its backward,
-box_iou, box_encode, box_decode and bipartite_matching. Arithmetic follows MXNet 1.9.1's
-kernels operation by operation in the data's dtype, so that threshold comparisons (IoU >
-overlap_thresh) decide alike; greedy suppression runs block by block (see
-:func:`greedy_keep`), never box by box in Python."""
+"""Kernels of box_nms and its backward (core/ops/detection.py), and the greedy suppression
+MultiBoxDetection and Proposal share. Arithmetic follows MXNet 1.9.1's kernels operation by
+operation in the data's dtype, so that threshold comparisons (IoU > overlap_thresh) decide
+alike; suppression runs block by block (see :func:`greedy_keep`), never box by box in
+Python. box_iou, box_encode, box_decode and bipartite_matching: detection_boxes.py."""
 from __future__ import annotations
 
 from functools import partial
@@ -13,7 +13,7 @@ import numpy as np
 from .base import kernel
 
 #: boxes per block of the greedy suppression: a block's IoU matrix is BLOCK x BLOCK
-BLOCK = 64
+BLOCK = 128
 
 
 def _edges(xp, boxes, center: bool):
@@ -123,22 +123,69 @@ def greedy_keep(xp, boxes, box_areas, classes, thresh, center: bool = False,
 def _greedy(xp, table, members, classes, thresh):
     """Greedy suppression among ``members`` (indices in rank order), block by block: the
     boxes a block keeps (decided inside it as a fixed point, see :func:`_fixed_point`)
-    then suppress every later box still alive, so each box meets kept boxes only until it
-    is suppressed."""
+    then suppress the later boxes still alive, so each box meets kept boxes only until it
+    is suppressed; where the threshold allows, only those near them (see :class:`_Near`)."""
     n = members.size
     keep = xp.zeros(n, dtype=bool)
     alive = xp.ones(n, dtype=bool)
+    near = _Near(xp, table, members, thresh)
     for start in range(0, n, BLOCK):
         end = min(n, start + BLOCK)
         blk = members[start:end]
         inner = xp.triu(_hits(xp, table, blk, blk, classes, thresh), 1)
         keep[start:end] = _fixed_point(xp, inner, alive[start:end])
-        kept = blk[keep[start:end]]
-        later = xp.flatnonzero(alive[end:]) + end
-        if kept.size and later.size:
-            hit = _hits(xp, table, kept, members[later], classes, thresh).any(axis=0)
-            alive[later[hit]] = False
+        kept = xp.flatnonzero(keep[start:end]) + start
+        if kept.size:
+            for rows, cols in near.pairs(kept, alive, end):
+                hit = _hits(xp, table, members[rows], members[cols], classes, thresh)
+                alive[cols[hit.any(axis=0)]] = False
     return keep
+
+
+class _Near:
+    """Which later boxes a group of kept boxes can suppress. IoU > t >= 0 needs the
+    intersection's width iw > t * max(w_i, w_j) (iw * ih > t * union >= t * w_i * h_i, and
+    ih <= h_i), and iw <= w_i - |x1_i - x1_j|, so the left edges lie closer than (1 - t) *
+    the widest box (widened against rounding): kept boxes are taken in groups by left
+    edge, each against the later boxes whose left edge lies within that radius of the
+    group's (a slice of the boxes sorted by left edge). Below a threshold of 0.05 the
+    radius spans everything: every later box is a candidate."""
+
+    GROUP = 16      # kept boxes per group, at least;
+    CELLS = 256     # more where fewer than CELLS candidates per kept box remain
+
+    def __init__(self, xp, table, members, thresh):
+        x1, _, x2, _ = table.edges
+        self.xp = xp
+        self.x = x1[members].astype(np.float64)
+        widths = x2[members].astype(np.float64) - self.x + (1.0 if table.plus_one else 0.0)
+        reach = float(widths.max(initial=0.0)) * (1.0 - float(thresh)) * 1.01
+        self.radius = reach + 1e-5 * float(xp.abs(self.x).max(initial=0.0)) + 1e-6
+        self.usable = float(thresh) >= 0.05 and bool(np.isfinite(self.radius))
+        self.by_x = xp.argsort(self.x, kind="stable")
+
+    def pairs(self, kept, alive, end):
+        """(kept positions, later alive positions) to compare, group by group."""
+        xp = self.xp
+        if not self.usable:
+            later = xp.flatnonzero(alive[end:]) + end
+            return [(kept, later)] if later.size else []
+        cand = self.by_x[alive[self.by_x] & (self.by_x >= end)]
+        if not cand.size:
+            return []
+        xs = self.x[cand]
+        kept = kept[xp.argsort(self.x[kept], kind="stable")]
+        kx = self.x[kept]
+        out = []
+        # few candidates: larger groups, so that each comparison is worth a call
+        group = max(self.GROUP, -(-kept.size * self.CELLS // cand.size))
+        for g in range(0, kept.size, group):
+            last = min(kept.size, g + group) - 1
+            lo = int(xp.searchsorted(xs, kx[g] - self.radius, side="left"))
+            hi = int(xp.searchsorted(xs, kx[last] + self.radius, side="right"))
+            if hi > lo:
+                out.append((kept[g:last + 1], cand[lo:hi]))
+        return out
 
 
 def _hits(xp, table, rows, cols, classes, thresh):
@@ -165,11 +212,17 @@ def _cast(arr, value):
     return arr.dtype.type(np.float32(value))
 
 
-def rank(xp, scores, valid):
-    """Per row, positions ordered by descending score, stable (ties keep input order),
-    invalid positions last; and the number of valid positions per row."""
+def top_order(xp, scores, valid, k: int):
+    """The first ``k`` valid positions by descending score, stable (ties keep input order).
+    For a few of many, a partition finds the k-th key first: the stable order's first k are
+    the keys below it, then the keys equal to it in input order."""
     key = xp.where(valid, -scores, scores.dtype.type(np.inf))
-    return xp.argsort(key, axis=-1, kind="stable"), valid.sum(axis=-1)
+    if k < 1:
+        return xp.zeros(0, dtype=np.int64)
+    if 4 * k >= key.size:
+        return xp.argsort(key, kind="stable")[:k]
+    cand = xp.flatnonzero(key <= xp.partition(key, k - 1)[k - 1])
+    return cand[xp.argsort(key[cand], kind="stable")[:k]]
 
 
 def _box_nms(xp, p, data, out, record) -> None:
@@ -186,11 +239,11 @@ def _box_nms(xp, p, data, out, record) -> None:
     valid = scores > _cast(d, p.valid_thresh)
     if p.id_index >= 0:
         valid &= d[..., p.id_index] != _cast(d, p.background_id)
-    order, counts = rank(xp, scores, valid)
+    counts = valid.sum(axis=-1)
     o.fill(-1)
     rec.fill(-1)
     for b in range(batches):
-        idx = order[b, :min(int(counts[b]), topk)]
+        idx = top_order(xp, scores[b], valid[b], min(int(counts[b]), topk))
         kept = idx[_keep_rows(xp, p, d[b, idx])]
         o[b, :kept.size] = d[b, kept]
         rec[b, :kept.size] = kept + b * n
@@ -241,113 +294,3 @@ def _nms_backward(xp, og, record, dx) -> None:
 def box_nms_backward(call):
     og, _, _, record = call.inputs
     return partial(_nms_backward, call.xp, og, record, call.outputs[0])
-
-
-def _box_iou(xp, center, lhs, rhs, out) -> None:
-    a, b = lhs.reshape(-1, 4), rhs.reshape(-1, 4)
-    inter = intersections(xp, a, b, center)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        iou = inter / ((areas(xp, a, center)[:, None] + areas(xp, b, center)[None, :]) - inter)
-    out.reshape(a.shape[0], b.shape[0])[...] = xp.where(inter <= 0, inter.dtype.type(0), iou)
-
-
-@kernel("_contrib_box_iou")
-def box_iou(call):
-    return partial(_box_iou, call.xp, call.params.format == "center", *call.inputs,
-                   call.outputs[0])
-
-
-def _mid(lo, size):
-    """lo + size * 0.5 as MXNet computes it: in double, rounded once to the dtype."""
-    return (lo.astype(np.float64) + size.astype(np.float64) * 0.5).astype(lo.dtype)
-
-
-def _box_decode(xp, p, x, anchors, out) -> None:
-    a = anchors.reshape(-1, 4)
-    ax, ay, aw, ah = a[:, 0], a[:, 1], a[:, 2], a[:, 3]
-    if p.format == "corner":
-        aw, ah = aw - ax, ah - ay
-        ax, ay = _mid(ax, aw), _mid(ay, ah)
-    t = x.dtype.type
-    ox = x[..., 0] * t(p.std0) * aw + ax
-    oy = x[..., 1] * t(p.std1) * ah + ay
-    dw, dh = x[..., 2] * t(p.std2), x[..., 3] * t(p.std3)
-    if p.clip > 0:
-        dw, dh = xp.minimum(dw, t(p.clip)), xp.minimum(dh, t(p.clip))
-    with np.errstate(over="ignore"):
-        ow, oh = xp.exp(dw) * aw * t(0.5), xp.exp(dh) * ah * t(0.5)
-    out[..., 0], out[..., 1] = ox - ow, oy - oh
-    out[..., 2], out[..., 3] = ox + ow, oy + oh
-
-
-@kernel("_contrib_box_decode")
-def box_decode(call):
-    return partial(_box_decode, call.xp, call.params, *call.inputs, call.outputs[0])
-
-
-def _centers(box):
-    w, h = box[..., 2] - box[..., 0], box[..., 3] - box[..., 1]
-    return _mid(box[..., 0], w), _mid(box[..., 1], h), w, h
-
-
-def _box_encode(xp, samples, matches, anchors, refs, means, stds, targets, masks) -> None:
-    m = refs.shape[1]
-    match = xp.clip(matches.astype(np.int64), 0, m - 1)  # MXNet reads out of bounds
-    ref = xp.take_along_axis(refs, match[..., None], axis=1)
-    rx, ry, rw, rh = _centers(ref)
-    ax, ay, aw, ah = _centers(anchors)
-    with np.errstate(all="ignore"):
-        enc = ((rx - ax) / aw, (ry - ay) / ah, xp.log(rw / aw), xp.log(rh / ah))
-    valid = samples > samples.dtype.type(0.5)
-    masks[...] = valid[..., None].astype(masks.dtype)
-    zero = targets.dtype.type(0)
-    for k in range(4):
-        with np.errstate(all="ignore"):
-            targets[..., k] = xp.where(valid, (enc[k] - means[k]) / stds[k], zero)
-
-
-@kernel("_contrib_box_encode")
-def box_encode(call):
-    return partial(_box_encode, call.xp, *call.inputs, *call.outputs)
-
-
-def _matching(xp, p, scores, rows_out, cols_out) -> None:
-    nrow, ncol = scores.shape[-2], scores.shape[-1]
-    flat = scores.reshape(-1, nrow * ncol)
-    key = flat if p.is_ascend else -flat
-    order = xp.argsort(key, axis=1, kind="stable")
-    r_out, c_out = rows_out.reshape(-1, nrow), cols_out.reshape(-1, ncol)
-    r_out.fill(-1)
-    c_out.fill(-1)
-    thresh = np.float32(p.threshold)
-    for b in range(flat.shape[0]):
-        ranked = flat[b][order[b]]
-        good = ranked < thresh if p.is_ascend else ranked > thresh
-        _match_batch(xp, order[b] // ncol, order[b] % ncol, good, p.topk, r_out[b], c_out[b])
-
-
-def _match_batch(xp, rows, cols, good, topk, r_out, c_out) -> None:
-    """MXNet's greedy walk over the ranked pairs: the first pair whose row and column are
-    both free is matched if its score passes the threshold, and the walk stops at the first
-    free pair that does not, or once more than ``topk`` pairs are matched (topk + 1 then)."""
-    free_r = xp.ones(r_out.shape[0], dtype=bool)
-    free_c = xp.ones(c_out.shape[0], dtype=bool)
-    pos, count = 0, 0
-    while pos < rows.size:
-        free = free_r[rows[pos:]] & free_c[cols[pos:]]
-        if not bool(free.any()):
-            return
-        pos += int(xp.argmax(free))
-        if not bool(good[pos]):
-            return
-        r, c = int(rows[pos]), int(cols[pos])
-        r_out[r], c_out[c] = c, r
-        free_r[r], free_c[c] = False, False
-        count += 1
-        if 0 < topk < count:
-            return
-
-
-@kernel("_contrib_bipartite_matching")
-def bipartite_matching(call):
-    return partial(_matching, call.xp, call.params, call.inputs[0], *call.outputs)
