@@ -126,3 +126,31 @@ def test_bad_input_is_rejected_or_documented(name):
     assert name in ACCEPTED, f"{name}: MXNet accepts it ({err.get('notes')}); say what " \
                              f"graphexec does in ACCEPTED"
     _run_error_case(err)
+
+
+def test_onnxrt_regions_stop_at_ops_without_a_converter():
+    """A vision head on the onnxrt backend: the resizers, GroupNorm and the adaptive pooling
+    run in ONNX Runtime regions, Correlation stays native with the reason in the partition
+    plan, and the outputs equal the native run's."""
+    pytest.importorskip("onnxruntime")
+    S = gx.sym
+    conv = S.Convolution(S.Variable("data"), num_filter=3, kernel=(3, 3), pad=(1, 1), name="c1")
+    a = S._contrib_BilinearResize2D(conv, height=12, width=10, name="rs")
+    b = S._contrib_BilinearResize2D(S.Variable("data2"), height=12, width=10, name="rs2")
+    corr = S.Correlation(a, b, max_displacement=1, pad_size=1, name="corr")
+    head = S._contrib_AdaptiveAvgPooling2D(S.GroupNorm(corr, num_groups=3, name="gn"),
+                                           output_size=(2, 2), name="ap")
+    outs, plans = {}, {}
+    for backend in (None, "onnxrt"):
+        exe = head.simple_bind(gx.cpu(), grad_req="null", backend=backend, data=(2, 3, 6, 5),
+                               data2=(2, 3, 6, 5))
+        rng = np.random.default_rng(0)
+        for name in sorted(exe.arg_dict):
+            exe.arg_dict[name][...] = rng.uniform(-1, 1, exe.arg_dict[name].shape)
+        outs[backend] = np.asarray(exe.forward()[0]).copy()
+        plans[backend] = str(exe.partition_plan)
+    lines = {line.split()[0]: line for line in plans["onnxrt"].splitlines()[1:]}
+    assert "no ONNX converter for Correlation" in lines["corr"]
+    for node in ("c1", "rs", "rs2", "gn", "ap"):
+        assert "onnxrt region" in lines[node], plans["onnxrt"]
+    np.testing.assert_allclose(outs["onnxrt"], outs[None], rtol=1e-5, atol=1e-6)
