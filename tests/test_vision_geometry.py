@@ -154,3 +154,35 @@ def test_onnxrt_regions_stop_at_ops_without_a_converter():
     for node in ("c1", "rs", "rs2", "gn", "ap"):
         assert "onnxrt region" in lines[node], plans["onnxrt"]
     np.testing.assert_allclose(outs["onnxrt"], outs[None], rtol=1e-5, atol=1e-6)
+
+
+def _partial_cases():
+    for name in CASES:
+        for k, entry in enumerate(META["cases"][name].get("partial_infer_shape") or []):
+            if "arg_shapes" in entry:
+                yield pytest.param(name, entry, id=f"{name}-{k}")
+
+
+def _known(shape) -> bool:
+    return shape is not None and len(shape) > 0 and all(d > 0 for d in shape)
+
+
+@pytest.mark.parametrize("name,entry", list(_partial_cases()))
+def test_partial_inference_knows_what_mxnet_knows(name, entry):
+    """infer_shape_partial from the outputs alone (tied to variables of their shapes through
+    elemwise_add, as the generator did): every shape MXNet decides, graphexec decides alike
+    (it may decide more)."""
+    case = META["cases"][name]
+    sym = gx.sym.load_json(case["symbol_json"])
+    given = {k: tuple(v) for k, v in entry["given"].items()}
+    if entry.get("mode") == "outputs_only":
+        sym = gx.sym.Group([gx.sym.elemwise_add(o, gx.sym.Variable(f"__out{i}_shape"))
+                            for i, o in enumerate(sym)])
+    args, outs, _ = sym.infer_shape_partial(**given)
+    got = dict(zip(sym.list_arguments(), args))
+    for arg, want in entry["arg_shapes"].items():
+        if _known(want):
+            assert tuple(got[arg]) == tuple(want), (arg, got[arg], want)
+    for k, want in enumerate(entry.get("out_shapes") or []):
+        if _known(want):
+            assert tuple(outs[k]) == tuple(want), (k, outs[k], want)
