@@ -256,5 +256,19 @@ for nt, extra in (("", {}), ("_notrans", dict(no_trans=True))):
            dict(spatial_scale=0.5, output_dim=2, group_size=2, pooled_size=2, part_size=2,
                 sample_per_part=2, trans_std=0.1, **extra), nograd=(1,))
 
+# ------------------------------------------------------------------ float64 (positions still float32)
+def case64(name, op, shapes, attrs=None, **kw):
+    return F.case(name, op, [a.astype(np.float64) for a in arrays(name, shapes)], attrs, **kw)
+
+
+case64("resize_f64_noac", R, [(1, 2, 5, 4)], dict(height=9, width=3, align_corners=False))
+case64("resize_f64_ac", R, [(1, 2, 5, 4)], dict(height=3, width=7))
+case64("adaptive_f64", A, [(1, 2, 5, 7)], dict(output_size=(3, 2)))
+case64("groupnorm_f64", "GroupNorm", [(2, 4, 3), (2,), (2,)], dict(num_groups=2))
+case64("sampler_f64", "BilinearSampler", [(1, 2, 4, 5), [(1, 2, 3, 3), -1.1, 1.1]])
+case64("deform_conv_f64", "contrib.DeformableConvolution",
+       [(1, 2, 4, 4), [(1, 8, 3, 3), -1.5, 1.5], (2, 2, 2, 2), (2,)],
+       dict(kernel=(2, 2), num_filter=2))
+
 if __name__ == "__main__":
     F.save()
