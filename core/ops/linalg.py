@@ -168,6 +168,19 @@ def _diag_trian_shape(diag: bool, extract: bool):
     return rule
 
 
+_DOCS = {
+    "gemm": "alpha * op(A) op(B) + beta * C on the matrices (axis, last) of batches.",
+    "gemm2": "alpha * op(A) op(B) on the matrices (axis, last) of batches.",
+    "trmm": "alpha * op(tri(A)) B (B op(tri(A)) with rightside), tri: the lower/upper part.",
+    "trsm": "X with op(tri(A)) X = alpha B (X op(tri(A)) = alpha B with rightside).",
+    "syrk": "alpha * A A^T (A^T A with transpose).",
+    "extractdiag": "The diagonal `offset` of each square matrix.",
+    "makediag": "Square matrices with the given vectors on diagonal `offset`, zeros elsewhere.",
+    "extracttrian": "The lower (upper) triangle at `offset` of each square matrix, as a vector.",
+    "maketrian": "Square matrices holding the given triangle vectors (extracttrian's inverse).",
+}
+
+
 def _declare() -> None:
     mult = {"transpose_a": Bool(False), "transpose_b": Bool(False), "alpha": Float(1.0),
             "axis": Int(-2)}
@@ -189,7 +202,8 @@ def _declare() -> None:
         bw = f"_backward_linalg_{short}"
         register_op(OpDef(f"_linalg_{short}", aliases=(f"linalg_{short}",), params=params,
                           inputs=inputs, infer_shape=shape, infer_type=la_type(),
-                          gradient=la_gradient(bw, use != "none", use == "inout")))
+                          gradient=la_gradient(bw, use != "none", use == "inout"),
+                          doc=_DOCS[short]))
         bw_inputs = ("ograd",) + (inputs if use != "none" else ()) + \
             (("output",) if use == "inout" else ())
         backward_op(bw, inputs=bw_inputs, outputs=len(inputs), params=params)
