@@ -15,7 +15,8 @@ from ..ir.graph import Entry
 from .common import Bool, Float, InferError, Int, OpDef, assign, fmt, known, register_op
 from .tensor_grad import backward_op
 
-__all__ = ["la_type", "square", "batch_of", "la_gradient", "gemm_axis"]
+__all__ = ["la_type", "square", "batch_of", "la_gradient", "gemm_axis", "diag_index",
+           "trian_index"]
 
 
 def la_type(out_dtypes=None):
@@ -142,6 +143,22 @@ def _syrk_shape(p, ins, outs):
 
 
 # -- diagonals and triangles -------------------------------------------------------------------
+def diag_index(n: int, offset: int) -> tuple[np.ndarray, np.ndarray]:
+    """Rows and columns of diagonal ``offset`` of an n x n matrix."""
+    i = np.arange(n - abs(offset))
+    return i + max(-offset, 0), i + max(offset, 0)
+
+
+def trian_index(n: int, offset: int, lower: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Rows and columns of the triangle extracttrian copies, in MXNet's order: the lower
+    triangle row by row; the upper one column by column (the lower one of the transpose)."""
+    k = abs(offset)
+    rows = np.concatenate([np.full(r - k + 1, r) for r in range(k, n)] or [np.zeros(0, int)])
+    cols = np.concatenate([np.arange(r - k + 1) for r in range(k, n)] or [np.zeros(0, int)])
+    upper = offset > 0 or (offset == 0 and not lower)
+    return (cols, rows) if upper else (rows, cols)
+
+
 def _diag_trian_shape(diag: bool, extract: bool):
     def rule(p, ins, outs):
         a = ins[0]
