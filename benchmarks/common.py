@@ -47,11 +47,17 @@ class MXNetWorker:
     """MXNet 1.9.1 in another process (``mxnet_oracle.py serve``), bound once, timing one
     call per request: :meth:`time` in turn with graphexec's own calls gives ratios measured
     in alternation (the two never run at the same time). ``spec``: a JSON file naming the
-    symbol JSON, the input shapes, the trained arguments and the integer inputs."""
+    symbol JSON, the input shapes, the trained arguments and the integer inputs (optionally a
+    .params file and an .npz of inputs). ``subgraph_backend``: MXNET_SUBGRAPH_BACKEND for
+    MXNet ("NONE"; None leaves MXNet's default CPU backend, oneDNN kernels on)."""
 
-    def __init__(self, python: str, spec: str, threads: int):
+    def __init__(self, python: str, spec: str, threads: int,
+                 subgraph_backend: str | None = "NONE"):
         script = os.path.join(os.path.dirname(__file__), "mxnet_oracle.py")
-        env = {**os.environ, "OMP_NUM_THREADS": str(threads), "MXNET_SUBGRAPH_BACKEND": "NONE"}
+        env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
+        env.pop("MXNET_SUBGRAPH_BACKEND", None)
+        if subgraph_backend is not None:
+            env["MXNET_SUBGRAPH_BACKEND"] = subgraph_backend
         self.proc = subprocess.Popen([python, script, "serve", spec], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, text=True, env=env)
         ready = self.proc.stdout.readline().strip()

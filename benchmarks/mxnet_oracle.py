@@ -13,7 +13,10 @@ medians in ms on one line:
     /path/to/mxvenv/bin/python benchmarks/mxnet_oracle.py serve SPEC.json
         -> a worker for timing in alternation (common.MXNetWorker): binds the symbol SPEC
            names, prints "ready", then answers each line "forward" / "train" on stdin with
-           the ms of one inference forward / one forward+backward
+           the ms of one inference forward / one forward+backward. Optional SPEC keys:
+           "arrays" (an .npz of input values to use instead of random ones), "params" (an
+           MXNet .params file loaded instead of random values); no "trained" names:
+           inference only
 """
 import gzip
 import os
@@ -108,14 +111,26 @@ def tinychain(n: int, repeat: int) -> list:
 
 
 def _fill_inputs(exe, spec: dict, rng) -> None:
-    """Parameters uniform in +-0.05, integer inputs (token ids, labels, lengths) in their
-    [low, high) range."""
+    """Parameters uniform in +-0.05 (variances in (0, 0.05): BatchNorm's moving_var must not
+    be negative), integer inputs (token ids, labels, lengths) in their [low, high) range."""
     for name, arr in list(exe.arg_dict.items()) + list(exe.aux_dict.items()):
         bounds = spec.get("int_inputs", {}).get(name)
         if bounds is not None:
             arr[:] = rng.integers(*bounds, arr.shape).astype("f4")
         else:
-            arr[:] = rng.uniform(-0.05, 0.05, arr.shape).astype("f4")
+            v = rng.uniform(-0.05, 0.05, arr.shape).astype("f4")
+            arr[:] = np.abs(v) if name.endswith("_var") else v
+
+
+def _load_params(exe, spec: dict) -> None:
+    """The spec's trained parameters ("params": arg:/aux: names, as MXNet saves them)."""
+    if not spec.get("params"):
+        return
+    for key, value in mx.nd.load(spec["params"]).items():
+        kind, name = key.split(":", 1)
+        target = (exe.arg_dict if kind == "arg" else exe.aux_dict).get(name)
+        if target is not None:
+            target[:] = value
 
 
 def serve(spec_path: str) -> None:
@@ -124,12 +139,18 @@ def serve(spec_path: str) -> None:
     spec = json.loads(Path(spec_path).read_text())
     sym = mx.sym.load(spec["symbol"])
     shapes = {k: tuple(v) for k, v in spec["shapes"].items()}
-    grads = {n: "write" if n in spec["trained"] else "null" for n in sym.list_arguments()}
+    trained = spec.get("trained", [])
+    grads = {n: "write" if n in trained else "null" for n in sym.list_arguments()}
     rng = np.random.default_rng(0)
-    execs = {"forward": sym.simple_bind(mx.cpu(), grad_req="null", **shapes),
-             "train": sym.simple_bind(mx.cpu(), grad_req=grads, **shapes)}
+    execs = {"forward": sym.simple_bind(mx.cpu(), grad_req="null", **shapes)}
+    if trained:
+        execs["train"] = sym.simple_bind(mx.cpu(), grad_req=grads, **shapes)
+    fixed = np.load(spec["arrays"]) if spec.get("arrays") else {}
     for exe in execs.values():
         _fill_inputs(exe, spec, rng)
+        _load_params(exe, spec)
+        for name in fixed:  # inputs whose values matter (e.g. the boxes of an NMS)
+            exe.arg_dict[name][:] = fixed[name]
 
     def forward():
         execs["forward"].forward(is_train=False)
@@ -139,7 +160,7 @@ def serve(spec_path: str) -> None:
         execs["train"].forward(is_train=True)
         execs["train"].backward()
         mx.nd.waitall()
-    calls = {"forward": forward, "train": train}
+    calls = {"forward": forward, "train": train} if trained else {"forward": forward}
     for fn in calls.values():
         fn()
     print("ready", flush=True)

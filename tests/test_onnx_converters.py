@@ -14,17 +14,26 @@ from opcases import all_cases  # noqa: E402
 
 import graphexec as gx  # noqa: E402
 from graphexec.backends.onnxrt.api import export_model  # noqa: E402
-from graphexec.backends.onnxrt.converters import CONVERTERS  # noqa: E402
+from graphexec.backends.onnxrt.converters import CONVERTERS, NOT_EXPRESSED  # noqa: E402
 from graphexec.core.ir.errors import GraphexecError  # noqa: E402
 from graphexec.core.ops import all_ops, get_op  # noqa: E402
 from graphexec.core.symbol.symbol import create_op_symbol  # noqa: E402
 
-#: registered ops without a converter, and why
-UNCONVERTED = {
+#: registered ops without a converter, and why (with those the converters declare)
+UNCONVERTED = NOT_EXPRESSED | {
     "erfinv": "ONNX has no inverse error function; an approximation would not give "
               "graphexec's results",
     "gamma": "ONNX has no gamma function",
     "gammaln": "ONNX has no log-gamma function",
+    "_contrib_boolean_mask": "its output shape depends on the data: regions run static "
+                             "shapes, so the partitioner keeps it native",
+    "_contrib_DeformableConvolution": "ONNX's DeformConv needs opset 19; the export targets 17",
+    "_contrib_ModulatedDeformableConvolution": "ONNX's DeformConv needs opset 19; the export "
+                                               "targets 17",
+    "_contrib_DeformablePSROIPooling": "ONNX has no position-sensitive ROI pooling with "
+                                       "deformable bins",
+    "Correlation": "ONNX has no correlation (cost volume) operator; composing one Slice and Mul "
+                   "per displacement and kernel offset is not worth a region",
     **{f"_linalg_{op}": "ONNX has no matrix factorization" for op in ("potrf", "gelqf",
                                                                         "syevd")},
     **{f"_linalg_{op}": "ONNX has no matrix inverse or linear solver"
@@ -38,6 +47,20 @@ UNCONVERTED = {
     **{f"_random_pdf_{d}": "ONNX has no log-gamma or digamma function"
        for d in ("gamma", "poisson", "negative_binomial", "generalized_negative_binomial",
                  "dirichlet")},
+    # misc / loss / contrib ops (core/ops/misc.py, loss_extra.py, contrib.py)
+    "CTCLoss": "a per-sample dynamic-programming recursion over data-dependent lengths",
+    **{name: "no converter written yet: graphexec runs it natively (a region boundary "
+             "for onnxrt)"
+       for name in ("_histogram", "_contrib_hawkesll", "all_finite", "multi_all_finite",
+                    "_contrib_allclose", "_contrib_index_copy", "_contrib_count_sketch",
+                    "scatter_nd", "fill_element_0index", "_ravel_multi_index",
+                    "_unravel_index", "khatri_rao", "diag", "_slice_assign",
+                    "_slice_assign_scalar", "softmax_cross_entropy")},
+    **{name: "a loop or branch over nested graphs: a region boundary for onnxrt"
+       for name in ("_foreach", "_while_loop", "_cond")},
+    "_contrib_fft": "ONNX's DFT runs only in float32/float64 contrib kernels: not converted",
+    "_contrib_ifft": "ONNX's DFT runs only in float32/float64 contrib kernels: not converted",
+    "Custom": "a Python operator: it runs natively and is a region boundary, as in MXNet",
 }
 #: backward and region ops never reach an inference export
 INTERNAL_TRAITS = {"backward", "subgraph"}
@@ -47,12 +70,13 @@ DECLINED = {
     "Pooling-avg_full": "run past the padded input",
     "RNN-lstmp-l2-bidir": "LSTMP",
     "RNN-clip": "state clipping",
+    "_contrib_ROIAlign-aligned-ps": "position-sensitive",
 }
 #: ops whose ONNX Runtime CPU kernels run float32 only (the onnxrt backend claims float32)
 FLOAT32_ONLY = {"RNN"}
 
 #: the number of cases converters claim (raise it when a converter claims more)
-CLAIMED_CASES = 521
+CLAIMED_CASES = 601
 
 
 def _symbol(case):

@@ -105,10 +105,10 @@ def _fuse_once(graph: Graph, prop, plan: PartitionPlan,
     start = len(plan.regions)
     for k, (members, node) in enumerate(zip(regions, done.fused)):
         for nid in members:
-            plan.claim(ig.nodes[nid].name, ig.nodes[nid].op.name, BACKEND, start + k)
+            plan.claim(ig.nodes[nid], BACKEND, start + k)
         node.name = f"fused_pointwise{start + k}"
         plan.regions.append(Region(start + k, BACKEND, PROPERTY, node.name,
-                                   [ig.nodes[n].name for n in members],
+                                   [plan.label(ig.nodes[n]) for n in members],
                                    list(node.params.input_names),
                                    list(node.params.output_names)))
     return _carry_attrs(graph, done, plan), {renamed.get(key, key) for key in left}
@@ -228,7 +228,7 @@ def _drop_control_cycles(ig: IndexedGraph, regions: list[list[int]],
             break
         for k in drop:
             for nid in regions.pop(k):
-                plan.decide(ig.nodes[nid].name, ig.nodes[nid].op.name, "cycle")
+                plan.decide(ig.nodes[nid], "cycle")
     return regions
 
 
@@ -261,7 +261,7 @@ def _contract_keeping_order(graph: Graph, regions: list[list[int]], plan: Partit
                     != want),
                    len(regions) - 1)
         for nid in regions.pop(bad):
-            plan.decide(ig.nodes[nid].name, ig.nodes[nid].op.name, "order")
+            plan.decide(ig.nodes[nid], "order")
     return [], None
 
 

@@ -15,8 +15,8 @@ from typing import Any, Callable
 import numpy as np
 from onnx import TensorProto, helper, numpy_helper
 
-__all__ = ["CONVERTERS", "Converter", "ConvertCall", "Builder", "converter", "onnx_dtype",
-           "supported_dtype"]
+__all__ = ["CONVERTERS", "NOT_EXPRESSED", "Converter", "ConvertCall", "Builder", "converter",
+           "not_expressed", "onnx_dtype", "supported_dtype"]
 
 
 class Builder:
@@ -95,6 +95,8 @@ class Converter:
 
 
 CONVERTERS: dict[str, Converter] = {}
+#: ops ONNX does not express exactly: op name -> why (the partition plan gives the reason)
+NOT_EXPRESSED: dict[str, str] = {}
 
 
 def _always(node, shapes) -> bool:
@@ -108,6 +110,12 @@ def converter(*names: str, supports: Callable | None = None):
             CONVERTERS[name] = Converter(fn, supports or _always)
         return fn
     return wrap
+
+
+def not_expressed(reason: str, *names: str) -> None:
+    """Record that ``names`` have no converter, and why (shown where a region stops)."""
+    for name in names:
+        NOT_EXPRESSED[name] = reason
 
 
 _DTYPES = {np.dtype(k): v for k, v in {

@@ -53,7 +53,7 @@ def _infer(sym, params: dict, input_shapes: dict, input_dtypes: dict, output_sha
     g = run_inference(sym, shape_seeds(ig, shapes, True), dtype_seeds(ig, dtypes),
                       [None if s is None else tuple(s) for s in output_shapes or ()])
     shape, dtype = g.attrs["shape"], g.attrs["dtype"]
-    undecided = [_value_name(ig, e) for e in range(ig.num_entries)
+    undecided = [value_names(ig)[e] for e in range(ig.num_entries)
                  if not known(shape[e]) or dtype[e] is None]
     if undecided:
         raise OnnxExportError("export_model: cannot infer the shape or dtype of "
@@ -61,24 +61,38 @@ def _infer(sym, params: dict, input_shapes: dict, input_dtypes: dict, output_sha
     return ig, shape, dtype
 
 
-def _convert_nodes(ig, shapes, dtypes) -> Builder:
+def _convert_nodes(ig, names: list[str], shapes, dtypes) -> Builder:
     b = Builder()
     for nid, node in enumerate(ig.nodes):
         if node.op is None:
             continue
         ins = ig.node_inputs[nid]
         outs = list(range(ig.row_ptr[nid], ig.row_ptr[nid + 1]))
-        call = ConvertCall(node, [_value_name(ig, e) for e in ins],
-                           [_value_name(ig, e) for e in outs],
+        call = ConvertCall(node, [names[e] for e in ins], [names[e] for e in outs],
                            [shapes[e] for e in ins], [dtypes[e] for e in ins],
                            [shapes[e] for e in outs], [dtypes[e] for e in outs], b)
         CONVERTERS[node.op.name].convert(call)
     return b
 
 
-def _value_name(ig, eid: int) -> str:
-    nid, k = ig.entry_node(eid)
-    return entry_name(Entry(ig.nodes[nid], k))
+def value_names(ig) -> list[str]:
+    """One ONNX value name per entry id, all distinct: ONNX Runtime rejects a graph that is
+    not in single static assignment form, and an MXNet graph may hold several nodes of one
+    name (Gluon reuses a block, as in i3d and slowfast). Variables keep their names (they are
+    the graph inputs); a repeated ``<node>_<output>`` gets ``__2``, ``__3``..."""
+    names = [""] * ig.num_entries
+    taken = {ig.nodes[nid].name for nid in ig.input_nodes}
+    for nid, node in enumerate(ig.nodes):
+        for k in range(ig.row_ptr[nid + 1] - ig.row_ptr[nid]):
+            name = base = entry_name(Entry(node, k))
+            if node.op is not None:
+                count = 1
+                while name in taken:
+                    count += 1
+                    name = f"{base}__{count}"
+                taken.add(name)
+            names[ig.row_ptr[nid] + k] = name
+    return names
 
 
 def _value_info(name: str, shape, dtype) -> Any:
@@ -102,13 +116,14 @@ def export_model(sym, arg_params: dict, aux_params: dict, input_shapes: dict, pa
     def shapes_of(nid):
         return [shapes[e] for e in ig.node_inputs[nid]]
     bad = unsupported_nodes(sym, shapes_of)
-    bad += [f"{_value_name(ig, e)}: dtype {dtypes[e]}" for e in range(ig.num_entries)
+    names = value_names(ig)
+    bad += [f"{names[e]}: dtype {dtypes[e]}" for e in range(ig.num_entries)
             if not supported_dtype(dtypes[e])]
     if bad:
         raise OnnxExportError("export_model: these nodes cannot be converted to ONNX:\n  "
                               + "\n  ".join(bad))
-    b = _convert_nodes(ig, shapes, dtypes)
-    graph = _assemble(sym, ig, b, params, input_shapes, shapes, dtypes)
+    b = _convert_nodes(ig, names, shapes, dtypes)
+    graph = _assemble(sym, ig, b, names, params, input_shapes, shapes, dtypes)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)],
                               producer_name="graphexec")
     model.ir_version = 8
@@ -118,10 +133,10 @@ def export_model(sym, arg_params: dict, aux_params: dict, input_shapes: dict, pa
     return model
 
 
-def _assemble(sym, ig, b: Builder, params, input_shapes, shapes, dtypes):
+def _assemble(sym, ig, b: Builder, names: list[str], params, input_shapes, shapes, dtypes):
     used = {name for n in b.nodes for name in n.input}
-    heads = [_value_name(ig, e) for e in ig.outputs]
-    used.update(heads)
+    heads = _head_names(b, [names[e] for e in ig.outputs])
+    used.update(names[e] for e in ig.outputs)
     inputs = []
     for nid in ig.input_nodes:
         name, eid = ig.nodes[nid].name, ig.row_ptr[nid]
@@ -133,3 +148,14 @@ def _assemble(sym, ig, b: Builder, params, input_shapes, shapes, dtypes):
     outputs = [_value_info(name, shapes[eid], dtypes[eid]) for eid, name in zip(ig.outputs, heads)]
     return helper.make_graph(b.nodes, sym.name or "graphexec", inputs, outputs,
                              initializer=b.initializers)
+
+
+def _head_names(b: Builder, heads: list[str]) -> list[str]:
+    """The graph output names: an entry given as several outputs is copied by an Identity
+    node for each repeat, as ONNX output names must be distinct."""
+    seen: set[str] = set()
+    out = []
+    for name in heads:
+        out.append(b.one("Identity", [name], hint=name) if name in seen else name)
+        seen.add(name)
+    return out

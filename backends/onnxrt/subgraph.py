@@ -41,16 +41,18 @@ class OnnxrtSelector(ReasonSelector):
     cover float32 for every converted op; other dtypes stay native)."""
 
     def __init__(self, shapes):
-        from .converters import CONVERTERS  # imports onnx: loaded on first use
+        from .converters import CONVERTERS, NOT_EXPRESSED  # imports onnx: loaded on first use
         super().__init__()
         self._converters = CONVERTERS
+        self._not_expressed = NOT_EXPRESSED
         self._shapes = shapes
 
     def reason(self, node) -> str | None:
         name = node.op.name
         conv = self._converters.get(name)
         if conv is None:
-            return f"no ONNX converter for {name}"
+            why = self._not_expressed.get(name)
+            return f"no ONNX converter for {name}" + (f": {why}" if why else "")
         shapes = self._shapes.inputs(node) if self._shapes else [None] * len(node.inputs)
         ok = conv.supports(node, shapes)
         if ok is not True:

@@ -12,7 +12,10 @@ __all__ = ["OpDef", "all_ops", "find_op", "get_op", "register_op", "FAMILIES"]
 #: Family modules; importing one registers its operators.
 FAMILIES = ("elemwise", "elemwise_grad", "nn", "conv", "nn_grad", "tensor", "tensor_grad", "slicing", "matrix", "reduce", "indexing",
             "loss", "init", "device", "rnn", "sequence", "attention", "ranges", "sorting",
-            "linalg", "linalg_factor", "random", "pdf")
+            "detection", "detection_multibox", "detection_roi", "resample", "legacy", "norm",
+            "geometry", "deformable", "dynamic",
+            "linalg", "linalg_factor", "random", "pdf",
+            "misc", "loss_extra", "contrib", "custom")
 
 
 @hookimpl

@@ -52,7 +52,10 @@ class OpDef:
     ``input_var_attrs`` (attributes given to implicitly created input variables),
     ``named_inputs`` (False where MXNet lists inputs as ``input<k>``: monitor names),
     ``random`` (True, or ``fn(params) -> bool``, where the op draws random numbers: such nodes
-    are never merged, and a replayed forward restores the generator first).
+    are never merged, and a replayed forward restores the generator first),
+    ``settle_shape`` (ops whose output shape depends on the data, trait ``dynamic_shape``:
+    ``fn(params, input arrays) -> output shapes``, called at run time before the kernel, as
+    MXNet 1.9.1's executor settles dynamic shapes).
     """
 
     def __init__(self, name: str, *, aliases: Sequence[str] = (), params: dict | None = None,
@@ -61,7 +64,8 @@ class OpDef:
                  infer_type: Callable | None = None, gradient: Callable | None = None,
                  traits: Sequence[str] = (), inplace: Sequence[tuple[int, int]] = (),
                  variadic: str | None = None, input_var_attrs: dict | None = None,
-                 named_inputs: bool = True, random: bool | Callable = False, doc: str = ""):
+                 named_inputs: bool = True, random: bool | Callable = False,
+                 settle_shape: Callable | None = None, doc: str = ""):
         self.name = name
         self.aliases = tuple(aliases)
         self.schema = Schema(params)
@@ -85,6 +89,7 @@ class OpDef:
         self.input_var_attrs = dict(input_var_attrs or {})
         self.named_inputs = named_inputs
         self._random = random if callable(random) else _const(bool(random))
+        self.settle_shape = settle_shape
         self.__doc__ = doc or f"The {name} operator."
 
     def draws_random(self, p: Params) -> bool:

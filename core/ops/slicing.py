@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from .common import (Bool, Enum, Float, InferError, Int, OpDef, OptInt, Shape, assign,
                      first_input_type, fmt, merge, normalize_axis, register_op, same_type)
-from .registry import get_op
+from .registry import ShapeConflict, get_op
+from .resample import upsampling_deconv_attrs
 from .tensor import axes_of
 from .tensor_grad import backward_op, forward_params, one_backward
 
@@ -84,16 +85,24 @@ def _split_outputs(p):
 
 
 def _split_shape(p, ins, outs):
-    s = ins[0]
     n = p.num_outputs
-    if s is None:
-        o = next((v for v in outs if v is not None), None)
-        if o is None:
-            return
+    # backward first: a known output tells the input's other dimensions (MXNet infers them)
+    o = None
+    for i, v in enumerate(outs):   # every part has one shape: the most specific known
+        if v is None or o is None:
+            o = v if o is None else o
+            continue
+        try:
+            o = merge(o, v)
+        except ValueError:
+            raise ShapeConflict("out", i, v, o) from None
+    if o is not None:
         ax = normalize_axis(p.axis, len(o) + p.squeeze_axis, "SliceChannel axis")
         whole = o[:ax] + (n,) + o[ax:] if p.squeeze_axis else \
             o[:ax] + (o[ax] * n if o[ax] >= 0 else -1,) + o[ax + 1:]
         assign(ins, 0, whole)
+    s = ins[0]
+    if s is None:
         return
     ax = normalize_axis(p.axis, len(s), "SliceChannel axis")
     d = s[ax]
@@ -214,9 +223,9 @@ def _upsampling_inputs(p):
 
 
 def _upsampling_shape(p, ins, outs):
-    if p.sample_type != "nearest":
-        raise InferError("only sample_type='nearest' is supported (bilinear "
-                         "upsampling is a Deconvolution with a fixed kernel in MXNet)")
+    if p.sample_type == "bilinear":
+        _bilinear_upsampling_shape(p, ins, outs)
+        return
     if any(s is None for s in ins):
         return
     for i, s in enumerate(ins):
@@ -238,6 +247,34 @@ def _upsampling_shape(p, ins, outs):
     else:
         c = sum(chans) if min(chans) >= 0 else -1
     assign(outs, 0, (n, c, oh if h >= 0 else -1, ow if w >= 0 else -1), "out")
+
+
+def _bilinear_upsampling_shape(p, ins, outs):
+    """A grouped Deconvolution (core/ops/legacy.py): one filter per channel, num_filter of
+    them; the output is the data scaled by ``scale``."""
+    if p.num_filter < 1:
+        raise InferError(f"sample_type='bilinear' needs num_filter (the data's channels) >= 1, "
+                         f"got {p.num_filter}")
+    attrs = upsampling_deconv_attrs(p)
+    assign(ins, 1, (p.num_filter, 1, *attrs["kernel"]))
+    data = ins[0]
+    if data is None:
+        return
+    if len(data) != 4:
+        raise InferError(f"data must be 4-D (batch, channel, y, x), got {fmt(data)}")
+    n, c, h, w = data
+    if c >= 0 and c != p.num_filter:
+        raise InferError(f"sample_type='bilinear' upsamples each channel with its own filter: "
+                         f"the data has {c} channels but num_filter is {p.num_filter}")
+    assign(outs, 0, (n, p.num_filter, h * p.scale if h >= 0 else -1,
+                     w * p.scale if w >= 0 else -1), "out")
+
+
+def _upsampling_grad(g, node, ograds):
+    """Nearest: from the output gradient alone; bilinear: the Deconvolution's backward,
+    reading the data and the weight too (gradients of both)."""
+    ins = [ograds[0]] + (list(node.inputs) if node.params.sample_type == "bilinear" else [])
+    return g.outputs(g.backward_node(node, "_backward_UpSampling", ins))
 
 
 def _declare() -> None:
@@ -279,6 +316,10 @@ def _per_arg(p):
     return [f"output{i}" for i in range(p.num_args)]
 
 
+def _upsampling_grads(p):
+    return ["output0", "output1"] if p.sample_type == "bilinear" else _per_arg(p)
+
+
 def _declare_gradients() -> None:
     backward_op("_backward_Concat", inputs=lambda p: ["ograd", *_args(p)], outputs=_per_arg,
                 params=forward_params("Concat"))
@@ -286,7 +327,11 @@ def _declare_gradients() -> None:
     backward_op("_backward_SliceChannel", params=forward_params("SliceChannel"),
                 inputs=lambda p: [f"ograd{i}" for i in range(p.num_outputs)])
     get_op("SliceChannel").gradient = one_backward("_backward_SliceChannel", every_ograd=True)
-    for name, outputs in (("stack", _per_arg), ("UpSampling", _per_arg), ("slice", 1),
+    backward_op("_backward_UpSampling", params=forward_params("UpSampling"),
+                inputs=lambda p: ["ograd", "data", "weight"] if p.sample_type == "bilinear"
+                else ["ograd"], outputs=_upsampling_grads)
+    get_op("UpSampling").gradient = _upsampling_grad
+    for name, outputs in (("stack", _per_arg), ("slice", 1),
                           ("slice_axis", 1), ("slice_like", 2), ("Pad", 1)):
         backward_op(f"_backward_{name}", outputs=outputs, params=forward_params(name))
         get_op(name).gradient = one_backward(f"_backward_{name}")

@@ -16,7 +16,7 @@ from ..ops.common import fmt, known, merge
 from ..ops.registry import InferError, ShapeConflict
 from .manager import register_pass
 
-__all__ = ["infer_shape_pass", "infer_dtype_pass"]
+__all__ = ["infer_shape_pass", "infer_dtype_pass", "node_rule", "apply_rule"]
 
 
 @register_pass("infer_shape", requires=("shape_inputs",))
@@ -58,28 +58,50 @@ def _infer(ig: IndexedGraph, seeds: dict, rule_attr: str, is_known: Callable,
     for nid, node in enumerate(ig.nodes):
         if node.op is None:
             continue
-        rule, in_ids = getattr(node.op, rule_attr), ig.node_inputs[nid]
-        if rule is None and "backward" in node.op.traits and node.control_deps:
-            fwd_ids = ig.node_inputs[ig.node_id[id(node.control_deps[0])]]
-            rule, in_ids = _from_forward(len(in_ids)), in_ids + fwd_ids
+        rule, in_ids = node_rule(ig, nid, rule_attr)
         if rule is not None:
             work.append((node, rule, in_ids, row_ptr[nid], row_ptr[nid + 1]))
     unknown = _count_unknown(values, is_known)
+    partial: set[int] = set()  # work items last visited with some value unknown
     while unknown:
-        for item in work:
-            _visit(item, values, error_cls, text, kind)
+        for k, item in enumerate(work):
+            _visit(item, values, error_cls, text, kind, is_known, partial, k)
         after = _count_unknown(values, is_known)
         if not after:
             unknown = 0
             break
-        for item in reversed(work):
-            _visit(item, values, error_cls, text, kind)
+        for k in range(len(work) - 1, -1, -1):
+            _visit(work[k], values, error_cls, text, kind, is_known, partial, k)
         after = _count_unknown(values, is_known)
         if after >= unknown:
             unknown = after
             break
         unknown = after
+    # A node visited before all its values were known is checked again against what was
+    # inferred elsewhere (transpose(V) + (x + V) with x (2, 3) is a conflict, as MXNet says
+    # at bind): rules both fill in and verify.
+    for k in sorted(partial):
+        _visit(work[k], values, error_cls, text, kind, is_known, None, k)
     return values, unknown
+
+
+def node_rule(ig: IndexedGraph, nid: int, rule_attr: str = "infer_shape_fn"):
+    """(rule, input entry ids) of node ``nid``: its op's rule over its inputs, or for a
+    backward op without one, "output k is like the forward node's input k" over its inputs
+    followed by the forward node's; (None, ...) when there is no rule."""
+    node, in_ids = ig.nodes[nid], ig.node_inputs[nid]
+    rule = getattr(node.op, rule_attr)
+    if rule is None and "backward" in node.op.traits and node.control_deps:
+        fwd_ids = ig.node_inputs[ig.node_id[id(node.control_deps[0])]]
+        return _from_forward(len(in_ids)), in_ids + fwd_ids
+    return rule, in_ids
+
+
+def apply_rule(node, rule: Callable, ins: list, outs: list) -> None:
+    """Run one node's shape rule on concrete lists (filled in place), raising
+    :class:`ShapeInferenceError` naming the node (shapes settled at run time)."""
+    _visit((node, rule, None, 0, 0), None, ShapeInferenceError, _shape_text, "shape",
+           lists=(ins, outs))
 
 
 def _from_forward(num_own: int) -> Callable:
@@ -106,16 +128,28 @@ def _count_unknown(values: list, is_known: Callable) -> int:
     return sum(1 for v in values if not is_known(v))
 
 
-def _visit(item, values: list, error_cls: type, text: Callable, kind: str) -> None:
+def _visit(item, values: list, error_cls: type, text: Callable, kind: str,
+           is_known: Callable | None = None, partial: set | None = None, k: int = 0,
+           lists: tuple | None = None) -> None:
     node, rule, in_ids, start, stop = item
-    ins = [values[e] for e in in_ids]
-    outs = values[start:stop]
+    if lists is None:
+        ins = [values[e] for e in in_ids]
+        outs = values[start:stop]
+    else:
+        ins, outs = lists
+    if partial is not None:
+        if all(map(is_known, ins)) and all(map(is_known, outs)):
+            partial.discard(k)
+        else:
+            partial.add(k)
     try:
         rule(node.params, ins, outs)
     except ShapeConflict as c:
         raise error_cls(_conflict_message(node, c, text, kind)) from None
     except InferError as exc:
         raise error_cls(f"Error in operator {node.name}: {node.op.name}: {exc}") from None
+    if lists is not None:
+        return
     if stop - start == 1:
         values[start] = outs[0]
     else:

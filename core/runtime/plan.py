@@ -9,15 +9,15 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from ..ir.context import Context
-from ..ir.errors import BindError, GraphexecError, KernelError
+from ..ir.errors import GraphexecError, KernelError
 from ..ir.graph import Graph
 from ..ir.random import generator
-from ..ops.common import known
 from ..passes.manager import apply_passes
 from ..passes.plan_memory import EXTERNAL
 from . import frozen
 from .bulk import bulk_enabled, compile_segments, segment_size
-from .kernels import KernelCall, Workspace, kernel_registry
+from .dynamic import DynamicShapes
+from .kernels import KernelCall, Workspace, kernel_registry, kernel_variant
 
 __all__ = ["ExecPlan"]
 
@@ -37,7 +37,8 @@ class ExecPlan:
         self.xp = ctx.xp
         ig = graph.indexed
         self.node_ctx = graph.attrs.get("context") or [ctx] * len(ig.nodes)
-        _check_complete(graph)
+        #: entries whose shape settles at run time (None: every shape known at bind)
+        self.dynamic = DynamicShapes.of(graph)
         self.reqs = reqs or {}
         self.arg_grad_reqs = arg_grad_reqs or {}
         self.num_forward_nodes = graph.attrs.get("num_forward_nodes", len(ig.nodes))
@@ -51,7 +52,8 @@ class ExecPlan:
                                  for n in self.segments["forward"])
         self._kernels: dict[tuple[bool, str], list[Callable[[], None]]] = {}
         # bulk execution is decided at bind from the environment, as MXNet's executor does
-        self._bulk_enabled = {t: bulk_enabled(t) for t in (False, True)}
+        # (and is off with dynamic shapes, as in MXNet)
+        self._bulk_enabled = {t: bulk_enabled(t) and self.dynamic is None for t in (False, True)}
         self._train_segment_size = segment_size(True, 0)
         self._bulk: dict[tuple[bool, str], list] = {}
         self._states: dict[int, dict] = {}
@@ -60,9 +62,11 @@ class ExecPlan:
     def _allocate(self, ig, external: dict[int, Any], shared_pool: list | None) -> list:
         """Run the memory planner and carve every planned entry out of the pool buffers."""
         registry, device = kernel_registry(), self.ctx.device_type
+        dynamic = self.dynamic.entries if self.dynamic is not None else frozenset()
         self.graph = apply_passes(self.graph.with_attrs(
-            external_entries=set(external),
-            inplace_ok=lambda node: registry.inplace_ok(node.op.name, device)), ["plan_memory"])
+            external_entries=set(external) | dynamic,  # dynamic ones: sized at run time
+            inplace_ok=lambda node: registry.inplace_ok(node.op.name, device,
+                                                          kernel_variant(node))), ["plan_memory"])
         attrs = self.graph.attrs
         shapes, dtypes, sids = attrs["shape"], attrs["dtype"], attrs["storage_id"]
         self.pool = self._pool_buffers(attrs["storage_bytes"], attrs["storage_context"],
@@ -73,7 +77,7 @@ class ExecPlan:
             arrays[eid] = arr
         views: dict[tuple, Any] = {}  # one array object per (storage, shape, dtype)
         for eid in range(ig.num_entries):
-            if arrays[eid] is not None:
+            if arrays[eid] is not None or eid in dynamic:
                 continue
             if sids[eid] == EXTERNAL:  # a variable the executor owns (head gradients)
                 nid, _ = ig.entry_node(eid)
@@ -124,11 +128,14 @@ class ExecPlan:
     def kernels(self, is_train: bool, segment: str = "forward") -> list[Callable[[], None]]:
         plan = self._kernels.get((is_train, segment))
         if plan is None:
+            dyn = self.dynamic.nodes if self.dynamic is not None else ()
             plan = self._kernels[(is_train, segment)] = [
-                self._make_kernel(nid, is_train) for nid in self.segments[segment]]
+                self.dynamic.step(self, nid, is_train) if nid in dyn else
+                self.make_kernel(nid, is_train) for nid in self.segments[segment]]
         return plan
 
-    def _make_kernel(self, nid: int, is_train: bool) -> Callable[[], None]:
+    def make_kernel(self, nid: int, is_train: bool) -> Callable[[], None]:
+        """The kernel of node ``nid`` on the arrays it reads and writes now."""
         ig = self.graph.indexed
         node = ig.nodes[nid]
         rp = ig.row_ptr
@@ -147,7 +154,8 @@ class ExecPlan:
                           self.workspace(ctx),
                           [ig.nodes[ig.entry_node(e)[0]].op is None for e in in_ids])
         try:
-            fn = kernel_registry().lookup(node.op.name, ctx.device_type)(call)
+            fn = kernel_registry().lookup(node.op.name, ctx.device_type,
+                                         kernel_variant(node))(call)
         except GraphexecError as exc:
             raise type(exc)(f"node {node.name!r} ({node.op.name}): {exc}") from None
         except Exception as exc:
@@ -249,19 +257,3 @@ def _accumulating(fn: Callable[[], None], pairs: list, xp) -> Callable[[], None]
         for target, scratch in pairs:
             xp.add(target, scratch, out=target)
     return run
-
-
-def _check_complete(graph: Graph) -> None:
-    if graph.attrs.get("shape_num_unknown") == 0 and graph.attrs.get("dtype_num_unknown") == 0:
-        return
-    ig = graph.indexed
-    shapes, dtypes = graph.attrs["shape"], graph.attrs["dtype"]
-    bad = []
-    for nid, node in enumerate(ig.nodes):
-        for k in range(ig.row_ptr[nid], ig.row_ptr[nid + 1]):
-            if not known(shapes[k]) or dtypes[k] is None:
-                bad.append(f"{node.name} output {k - ig.row_ptr[nid]}: shape "
-                           f"{shapes[k]}, dtype {dtypes[k]}")
-    if bad:
-        raise BindError("cannot bind: the shape or dtype of these entries could not be "
-                        "inferred:\n  " + "\n  ".join(bad[:20]))

@@ -12,6 +12,7 @@ from typing import Any, Callable
 from ..ir.errors import PlacementError
 from ..ir.random import generator
 from ..subgraph.api import RegionCall, get_backend
+from ..subgraph.select import verbosity
 from .pipeline import build_graph
 from .plan import ExecPlan
 
@@ -154,6 +155,11 @@ def _replaying_random(p: Any, is_train: bool):
 
 def _fallback(region: RegionCall, backend: str, cause: str) -> Callable[[], None]:
     region.state["fallbacks"] = region.state.get("fallbacks", 0) + 1
+    # the partition plan shows the region as fallen back, with this cause
+    region.state["fallback_cause"] = cause
+    if verbosity() >= 1:
+        log.info("subgraph region %s of backend %s falls back to the native kernels: %s",
+                 region.node_name, backend, cause)
     warnings.warn(f"subgraph region {region.node_name!r} of backend {backend!r} runs with the "
                   f"native kernels instead: {cause}", RuntimeWarning, stacklevel=2)
     run = native_region_runner(region)

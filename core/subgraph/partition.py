@@ -12,13 +12,14 @@ from __future__ import annotations
 import heapq
 
 from ..ir.graph import Entry, IndexedGraph, Node
+from ..ops.dynamic import DYNAMIC
 from ..ops.registry import find_op
 from ..symbol.symbol import Symbol, entry_name
 from .api import SubgraphProperty, SubgraphSelector, VetoSelector
 from .plan import PartitionPlan, Region
 from .region import make_region_node
 
-__all__ = ["partition_symbol", "grow_regions", "drop_cyclic_regions", "cycles",
+__all__ = ["partition_symbol", "grow_regions", "dynamic_nodes", "drop_cyclic_regions", "cycles",
            "discovery_order", "region_inputs", "region_outputs"]
 
 
@@ -38,15 +39,15 @@ def partition_symbol(sym: Symbol, prop: SubgraphProperty, backend: str, prop_ind
         if bad is None:
             break
         for nid in regions.pop(bad):
-            plan.decide(ig.nodes[nid].name, ig.nodes[nid].op.name, "order")
+            plan.decide(ig.nodes[nid], "order")
         if not regions:
             return sym
     start = len(plan.regions)
     for k, (members, info) in enumerate(zip(regions, built)):
         for nid in members:
-            plan.claim(ig.nodes[nid].name, ig.nodes[nid].op.name, backend, start + k)
+            plan.claim(ig.nodes[nid], backend, start + k)
         plan.regions.append(Region(start + k, backend, prop.name, info["node"],
-                                   [ig.nodes[n].name for n in members], info["inputs"],
+                                   [plan.label(ig.nodes[n]) for n in members], info["inputs"],
                                    info["outputs"]))
     return new
 
@@ -55,14 +56,17 @@ def partition_symbol(sym: Symbol, prop: SubgraphProperty, backend: str, prop_ind
 def grow_regions(ig: IndexedGraph, prop: SubgraphProperty, plan: PartitionPlan) -> list[list[int]]:
     consumers = ig.consumers()
     selector = _excluding(prop.create_selector(), prop.attrs.get("exclude_ops") or ())
-    taken: set[int] = set()
+    blocked = dynamic_nodes(ig, getattr(prop, "shapes", None))
+    for nid, reason in blocked.items():
+        plan.decide(ig.nodes[nid], reason)
+    taken: set[int] = set(blocked)
     regions: list[list[int]] = []
     for nid, node in enumerate(ig.nodes):
         if node.op is None or nid in taken or "subgraph" in node.op.traits:
             continue
         selector.reset()
         if not selector.select(node):
-            plan.decide(node.name, node.op.name, selector.why_not(node) or "unsupported")
+            plan.decide(node, selector.why_not(node) or "unsupported")
             continue
         members = _grow(ig, nid, selector, taken, consumers)
         selector.filter_reason = None
@@ -71,7 +75,7 @@ def grow_regions(ig: IndexedGraph, prop: SubgraphProperty, plan: PartitionPlan) 
         _reject(ig, plan, set(members) - kept, selector.filter_reason or "filter", taken)
         kept, removed = _convexify(ig, kept, consumers)
         for nid in removed:  # cut to keep this region convex: they may seed a later region
-            plan.decide(ig.nodes[nid].name, ig.nodes[nid].op.name, "cycle")
+            plan.decide(ig.nodes[nid], "cycle")
         if len(kept) < max(int(prop.attrs.get("min_size", 1)), 1):
             _reject(ig, plan, kept, "min_size", taken)
             continue
@@ -80,15 +84,42 @@ def grow_regions(ig: IndexedGraph, prop: SubgraphProperty, plan: PartitionPlan) 
     return regions
 
 
+def dynamic_nodes(ig: IndexedGraph, shapes=None) -> dict[int, str]:
+    """Nodes no region may take, with the reason: ops whose output shape depends on the data
+    (``dynamic``) and the nodes after them whose shapes settle only at run time
+    (``after_dynamic``; every node downstream when ``shapes``, a property's
+    :class:`NodeShapes`, is not given). A region's runner is built for static shapes."""
+    found = {nid: "dynamic" for nid, n in enumerate(ig.nodes)
+             if n.op is not None and DYNAMIC in n.op.traits}
+    if not found:
+        return found
+    consumers, stack, seen = ig.consumers(), list(found), set(found)
+    while stack:
+        for c in consumers[stack.pop()]:
+            if c in seen:
+                continue
+            seen.add(c)
+            stack.append(c)
+            node = ig.nodes[c]
+            if shapes is None or None in shapes.inputs(node) + shapes.outputs(node):
+                found[c] = "after_dynamic"
+    return found
+
+
 def _excluding(selector, exclude_ops) -> SubgraphSelector:
     """``selector`` kept off the operators named in a property's ``exclude_ops`` (aliases
-    such as ``_plus`` name their operator)."""
-    if not exclude_ops:
-        return selector
+    such as ``_plus`` name their operator) and off ``opaque`` operators (Python custom
+    operators: a region boundary for every backend, as in MXNet)."""
     excluded = {op.name if op is not None else name
-                for name, op in ((n, find_op(n)) for n in exclude_ops)}
-    return VetoSelector(selector, lambda node: "excluded by the exclude_ops option"
-                        if node.op.name in excluded else None)
+                for name, op in ((n, find_op(n)) for n in exclude_ops or ())}
+
+    def veto(node) -> str | None:
+        if node.op.name in excluded:
+            return "excluded by the exclude_ops option"
+        if "opaque" in node.op.traits:
+            return "a Python custom operator is a region boundary for every backend"
+        return None
+    return VetoSelector(selector, veto)
 
 
 def _grow(ig: IndexedGraph, seed: int, selector, taken: set[int], consumers) -> list[int]:
@@ -117,7 +148,7 @@ def _candidate(ig: IndexedGraph, nid: int, members: set[int], taken: set[int]) -
 
 def _reject(ig, plan, nids, reason, taken) -> None:
     for nid in nids:
-        plan.decide(ig.nodes[nid].name, ig.nodes[nid].op.name, reason)
+        plan.decide(ig.nodes[nid], reason)
         taken.add(nid)
 
 
@@ -255,7 +286,7 @@ def drop_cyclic_regions(ig: IndexedGraph, regions: list[list[int]],
             return regions
         for k in drop:
             for nid in regions.pop(k):
-                plan.decide(ig.nodes[nid].name, ig.nodes[nid].op.name, "cycle")
+                plan.decide(ig.nodes[nid], "cycle")
 
 
 def cycles(succ: dict[int, set[int]]) -> list[set[int]]:

@@ -155,9 +155,7 @@ def apply_backends(sym: Symbol, names: list[str], ctx: Any, need_grad: bool,
         return whole[0].partition_graph(PartitionRequest(
             sym, ctx, need_grad, options or {}, input_shapes or {}, input_dtypes or {}, apply))
     plan = PartitionPlan(backends=list(names))
-    for node in sym._indexed().nodes:  # the table lists nodes in graph order
-        if node.op is not None:
-            plan.decide(node.name, node.op.name, None)
+    plan.register(sym._indexed().nodes)  # the table lists nodes in graph order
     verbose = verbosity()
     _check_options(backends, options or {})
     for name, backend in zip(names, backends):
@@ -265,4 +263,4 @@ def _mark_inference_only(sym: Symbol, prop, plan: PartitionPlan) -> None:
     dry = PartitionPlan()
     for members in grow_regions(ig, prop, dry):
         for nid in members:
-            plan.decide(ig.nodes[nid].name, ig.nodes[nid].op.name, "inference_only")
+            plan.decide(ig.nodes[nid], "inference_only")

@@ -10,7 +10,9 @@ from typing import Any, Callable
 import numpy as np
 
 FAMILIES = ("elemwise", "nn", "conv", "tensor", "slicing", "matrix", "reduce", "indexing", "loss", "init", "rnn", "sequence", "attention", "ranges", "sorting",
-            "linalg", "random")
+            "detection", "detection_roi", "resample", "legacy", "norm", "geometry", "deformable",
+            "dynamic",
+            "linalg", "random", "misc", "loss_extra", "contrib", "custom")
 
 
 @dataclass

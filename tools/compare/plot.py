@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Iterable
 
 from graphexec.core.ir.graph import Entry
-from graphexec.core.subgraph.plan import REASONS
+from graphexec.core.subgraph.plan import REASONS, node_labels
 from graphexec.core.symbol.symbol import Symbol, entry_name
 
 __all__ = ["graph_svg", "plot_model", "backend_colour", "NATIVE"]
@@ -218,8 +218,11 @@ def graph_svg(symbol: Symbol, plan: dict | None = None, shapes: dict | None = No
     nodes = [ig.nodes[i] for i in shown]
     edges = sorted({(index[ig.node_id[id(e.node)]], k) for k, n in enumerate(nodes)
                     for e in n.inputs if ig.node_id[id(e.node)] in index})
-    decisions = {d["node"]: d for d in (plan or {}).get("nodes", [])}
-    labels = [_labels(n, decisions.get(n.name), shapes, plan is not None) for n in nodes]
+    by_label = {d["node"]: d for d in (plan or {}).get("nodes", [])}
+    keys = dict(zip((id(n) for n in ig.nodes if n.op is not None),
+                    node_labels([n for n in ig.nodes if n.op is not None])))
+    decisions = [by_label.get(keys.get(id(n), n.name)) for n in nodes]  # by position
+    labels = [_labels(n, d, shapes, plan is not None) for n, d in zip(nodes, decisions)]
     chars = max((max(len(lab[0]), len(lab[1]) + 4) for lab in labels), default=10)
     box_w = min(max(chars * _CHAR_W + 2 * _PAD, _BOX_MIN), _BOX_MAX)
     box_h = 2 * _PAD + _LINE_H * max((len(lab) for lab in labels), default=2)
@@ -240,7 +243,7 @@ def _labels(node, decision: dict | None, shapes: dict | None, planned: bool) -> 
 class _Drawing:
     """Renders a :class:`_Layout` to SVG text."""
 
-    def __init__(self, lay: _Layout, nodes: list, labels: list[list[str]], decisions: dict,
+    def __init__(self, lay: _Layout, nodes: list, labels: list[list[str]], decisions: list,
                  plan: dict | None, box_w: float, box_h: float, title: str):
         self.lay, self.nodes, self.labels, self.decisions = lay, nodes, labels, decisions
         self.plan, self.box_w, self.box_h, self.title = plan, box_w, box_h, title
@@ -252,7 +255,7 @@ class _Drawing:
                 self.y[i] = self.top + 18 + r * (box_h + _GAP_Y)
 
     def backend(self, k: int) -> str:
-        d = self.decisions.get(self.nodes[k].name)
+        d = self.decisions[k]
         return d["backend"] if d and d.get("backend") else NATIVE
 
     def svg(self) -> str:
@@ -371,7 +374,7 @@ class _Drawing:
         lines = self.labels[k]
         if node.op is None:
             return 'class="gx-input"', "#ffffff", lines[:2]
-        b, d = self.backend(k), self.decisions.get(node.name) or {}
+        b, d = self.backend(k), self.decisions[k] or {}
         attrs, tip = f'class="gx-node" data-backend="{esc(b)}"', lines[:2]
         if d.get("region") is not None:
             attrs += f' data-region="{esc(d["region"])}"'
@@ -383,7 +386,7 @@ class _Drawing:
 
     def _text(self, k: int, x: float, y: float) -> str:
         """Name (bold), op and shape with the region tag at the right, the reason (italic)."""
-        lines, d = self.labels[k], self.decisions.get(self.nodes[k].name) or {}
+        lines, d = self.labels[k], self.decisions[k] or {}
         region = d.get("region") if self.nodes[k].op is not None else None
         base, tx = y + _PAD + 9, x + _PAD
         out = [f'<text x="{tx:.1f}" y="{base:.1f}" font-weight="bold">'

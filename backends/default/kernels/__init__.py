@@ -9,7 +9,11 @@ __all__ = ["load_all", "FAMILIES", "INPLACE"]
 
 FAMILIES = ("elemwise", "elemwise_grad", "nn", "conv", "nn_grad", "conv_grad", "tensor", "slicing", "matrix", "reduce", "indexing",
             "loss", "init", "device", "rnn", "rnn_grad", "sequence", "attention", "ranges", "sorting",
-            "linalg", "linalg_factor", "random", "pdf")
+            "detection", "detection_multibox", "detection_roi",
+            "detection_proposal", "detection_psroi", "resample", "legacy", "norm", "geometry",
+            "deformable", "deformable_pool", "dynamic",
+            "linalg", "linalg_factor", "random", "pdf",
+            "misc", "loss_extra", "contrib", "custom")
 
 
 def load_all() -> dict:

@@ -11,6 +11,7 @@ from functools import partial
 from graphexec.core.ops.slicing import slice_axis_bounds, slice_bounds, slice_like_axes
 
 from .base import kernel, sequence
+from .legacy import upsampling_bilinear, upsampling_bilinear_backward
 from .tensor import copy_plan, out_view
 
 
@@ -208,6 +209,8 @@ def _blocks(out, x, c0: int, c1: int):
 
 @kernel("UpSampling")
 def upsampling(call):
+    if call.params.sample_type == "bilinear":
+        return upsampling_bilinear(call)
     xp, out, ins = call.xp, call.outputs[0], call.inputs
     if call.params.multi_input_mode == "sum":
         first, *rest = [_blocks(out, x, 0, out.shape[1]) for x in ins]
@@ -227,7 +230,10 @@ def upsampling(call):
 @kernel("_backward_UpSampling")
 def upsampling_backward(call):
     """Each input's gradient sums its scale x scale blocks of the output gradient (over its
-    own channels for multi_input_mode='concat', over all of them for 'sum')."""
+    own channels for multi_input_mode='concat', over all of them for 'sum'). Bilinear:
+    the grouped Deconvolution's backward."""
+    if call.params.sample_type == "bilinear":
+        return upsampling_bilinear_backward(call)
     xp, og = call.xp, call.inputs[0]
     summed = call.params.multi_input_mode == "sum"
     steps, c0 = [], 0

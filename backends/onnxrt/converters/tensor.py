@@ -10,6 +10,7 @@ from graphexec.core.ops.slicing import slice_bounds
 from graphexec.core.ops.tensor import swap_dims, tile_reps
 
 from ..convert import ConvertCall, converter
+from .legacy import bilinear_upsampling
 
 #: a Slice end before index 0 for a negative step (-1 would mean the last element)
 _INT64_MIN = int(np.iinfo(np.int64).min)
@@ -197,16 +198,13 @@ def _pad(c: ConvertCall) -> None:
     c.b.one("Pad", ins, c.out, mode=c.p.mode)
 
 
-def _upsampling_supports(node, shapes) -> "bool | str":
-    if node.params.sample_type != "nearest":
-        return f"UpSampling sample_type {node.params.sample_type} is not converted"
-    return True
-
-
-@converter("UpSampling", supports=_upsampling_supports)
+@converter("UpSampling")
 def _upsampling(c: ConvertCall) -> None:
     """Each input repeated to the output's size, then concatenated along the channels or
-    summed (multi_input_mode)."""
+    summed (multi_input_mode). Bilinear: a grouped ConvTranspose (converters/legacy.py)."""
+    if c.p.sample_type == "bilinear":
+        bilinear_upsampling(c)
+        return
     height = c.out_shapes[0][2]
     parts = [_nearest(c, x, shape, height // shape[2]) for x, shape in zip(c.inputs, c.in_shapes)]
     if c.p.multi_input_mode == "sum":
