@@ -127,3 +127,15 @@ def test_onnxrt_claims_products_and_leaves_factorizations_native():
     plan = str(exe.partition_plan)
     assert "no ONNX converter for _linalg_potrf" in plan
     assert plan.count("onnxrt region") == 5
+
+
+def test_sym_arange_builds_mxnets_node():
+    """mx.sym.arange (MXNet's test_laop builds triangle masks with it): ``_arange`` with
+    MXNet's attributes, float32 unless dtype is given."""
+    sym = gx.sym.arange(start=0, stop=3, step=1, dtype=np.int32, name="r")
+    node = json.loads(sym.tojson())["nodes"][0]
+    assert node["op"] == "_arange" and node["attrs"] == {
+        "dtype": "int32", "infer_range": "False", "repeat": "1", "start": "0", "step": "1",
+        "stop": "3"}
+    out = gx.sym.arange(2).bind(gx.cpu(), {}).forward()[0]
+    assert out.dtype == np.float32 and out.tolist() == [0.0, 1.0]

@@ -15,7 +15,8 @@ from ..ir.graph import Entry
 from .common import Bool, Float, InferError, Int, OpDef, assign, fmt, known, register_op
 from .tensor_grad import backward_op
 
-__all__ = ["la_type", "square", "batch_of", "la_gradient", "gemm_axis"]
+__all__ = ["la_type", "square", "batch_of", "la_gradient", "gemm_axis", "diag_index",
+           "trian_index"]
 
 
 def la_type(out_dtypes=None):
@@ -142,6 +143,22 @@ def _syrk_shape(p, ins, outs):
 
 
 # -- diagonals and triangles -------------------------------------------------------------------
+def diag_index(n: int, offset: int) -> tuple[np.ndarray, np.ndarray]:
+    """Rows and columns of diagonal ``offset`` of an n x n matrix."""
+    i = np.arange(n - abs(offset))
+    return i + max(-offset, 0), i + max(offset, 0)
+
+
+def trian_index(n: int, offset: int, lower: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Rows and columns of the triangle extracttrian copies, in MXNet's order: the lower
+    triangle row by row; the upper one column by column (the lower one of the transpose)."""
+    k = abs(offset)
+    rows = np.concatenate([np.full(r - k + 1, r) for r in range(k, n)] or [np.zeros(0, int)])
+    cols = np.concatenate([np.arange(r - k + 1) for r in range(k, n)] or [np.zeros(0, int)])
+    upper = offset > 0 or (offset == 0 and not lower)
+    return (cols, rows) if upper else (rows, cols)
+
+
 def _diag_trian_shape(diag: bool, extract: bool):
     def rule(p, ins, outs):
         a = ins[0]
@@ -168,6 +185,19 @@ def _diag_trian_shape(diag: bool, extract: bool):
     return rule
 
 
+_DOCS = {
+    "gemm": "alpha * op(A) op(B) + beta * C on the matrices (axis, last) of batches.",
+    "gemm2": "alpha * op(A) op(B) on the matrices (axis, last) of batches.",
+    "trmm": "alpha * op(tri(A)) B (B op(tri(A)) with rightside), tri: the lower/upper part.",
+    "trsm": "X with op(tri(A)) X = alpha B (X op(tri(A)) = alpha B with rightside).",
+    "syrk": "alpha * A A^T (A^T A with transpose).",
+    "extractdiag": "The diagonal `offset` of each square matrix.",
+    "makediag": "Square matrices with the given vectors on diagonal `offset`, zeros elsewhere.",
+    "extracttrian": "The lower (upper) triangle at `offset` of each square matrix, as a vector.",
+    "maketrian": "Square matrices holding the given triangle vectors (extracttrian's inverse).",
+}
+
+
 def _declare() -> None:
     mult = {"transpose_a": Bool(False), "transpose_b": Bool(False), "alpha": Float(1.0),
             "axis": Int(-2)}
@@ -189,7 +219,8 @@ def _declare() -> None:
         bw = f"_backward_linalg_{short}"
         register_op(OpDef(f"_linalg_{short}", aliases=(f"linalg_{short}",), params=params,
                           inputs=inputs, infer_shape=shape, infer_type=la_type(),
-                          gradient=la_gradient(bw, use != "none", use == "inout")))
+                          gradient=la_gradient(bw, use != "none", use == "inout"),
+                          doc=_DOCS[short]))
         bw_inputs = ("ograd",) + (inputs if use != "none" else ()) + \
             (("output",) if use == "inout" else ())
         backward_op(bw, inputs=bw_inputs, outputs=len(inputs), params=params)

@@ -80,6 +80,18 @@ def _det_gradient(short: str, n_values: int):
     return rule
 
 
+_DOCS = {
+    "potrf": "Cholesky factor L (A = L L^T) or U (upper: A = U^T U) of each SPD matrix.",
+    "potri": "The inverse of A = L L^T (U^T U) from its Cholesky factor.",
+    "inverse": "The inverse of each square matrix.",
+    "sumlogdiag": "Sum of the logarithms of each square matrix's diagonal.",
+    "gelqf": "LQ factorization A = L Q (Q row-orthonormal, L lower triangular); outputs Q, L.",
+    "syevd": "Symmetric eigendecomposition U A = diag(L) U, eigenvalues ascending; outputs U, L.",
+    "det": "The determinant of each square matrix.",
+    "slogdet": "Sign and log of the absolute determinant of each square matrix.",
+}
+
+
 def _declare() -> None:
     lower = {"lower": Bool(True)}
     simple = [("potrf", lower, _square_same, ("A",), "out"),
@@ -90,7 +102,8 @@ def _declare() -> None:
         bw = f"_backward_linalg_{short}"
         register_op(OpDef(f"_linalg_{short}", aliases=(f"linalg_{short}",), params=params,
                           inputs=inputs, infer_shape=shape, infer_type=la_type(),
-                          gradient=la_gradient(bw, use != "out", use != "in")))
+                          gradient=la_gradient(bw, use != "out", use != "in"),
+                          doc=_DOCS[short]))
         bw_in = ("ograd",) + (("A",) if use != "out" else ()) + \
             (("output",) if use != "in" else ())
         backward_op(bw, inputs=bw_in, outputs=1, params=params)
@@ -99,7 +112,7 @@ def _declare() -> None:
         # MXNet names multi-output heads output0, output1 (no FListOutputNames)
         register_op(OpDef(f"_linalg_{short}", aliases=aliases, inputs=("A",),
                           outputs=("output0", "output1"), infer_shape=shape,
-                          infer_type=la_type(),
+                          infer_type=la_type(), doc=_DOCS[short],
                           gradient=la_gradient(f"_backward_linalg_{short}", False, True)))
         backward_op(f"_backward_linalg_{short}", inputs=(f"d{outs[0]}", f"d{outs[1]}", *outs))
     for short, n_values, bw_in in (("det", 1, ("ddet", "det", "LU", "pivot")),
@@ -109,7 +122,7 @@ def _declare() -> None:
                           outputs=tuple(f"output{k}" for k in range(n_values + 2)),
                           num_visible=n_values, infer_shape=_det_shape(n_values),
                           infer_type=la_type([None] * (n_values + 1) + [_INT32]),
-                          gradient=_det_gradient(short, n_values)))
+                          gradient=_det_gradient(short, n_values), doc=_DOCS[short]))
         backward_op(f"_backward_linalg_{short}", inputs=bw_in)
 
 

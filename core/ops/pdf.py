@@ -65,7 +65,8 @@ def _declare() -> None:
             f"_random_pdf_{distr}", aliases=(f"random_pdf_{distr}",),
             inputs=("sample",) + params, params={"is_log": Bool(False)},
             infer_shape=_pdf_shape(distr == "dirichlet"), infer_type=_pdf_type,
-            gradient=la_gradient(bw, True, True)))
+            gradient=la_gradient(bw, True, True),
+            doc=f"The {distr} density (its log with is_log) of each sample."))
         backward_op(bw, inputs=("ograd", "sample") + params + ("output",),
                     outputs=len(params) + 1, params={"is_log": Bool(False)})
 

@@ -139,20 +139,24 @@ def _declare_distributions() -> None:
         register_op(OpDef(
             f"_random_{distr}", aliases=aliases, params={**fields, **base}, inputs=(),
             infer_shape=_no_input_shape(distr), random=True, gradient=_zero_grads,
-            infer_type=lambda p, i, o: _out_dtype(p, o, F32, FLOATS)))
+            infer_type=lambda p, i, o: _out_dtype(p, o, F32, FLOATS),
+            doc=f"Samples of the {distr} distribution ({', '.join(fields)}) of shape `shape`."))
         register_op(OpDef(
             f"_random_{distr}_like", params=fields, inputs=("data",), random=True,
-            infer_shape=_like_shape(distr), infer_type=_like_type, gradient=_zero_grads))
+            infer_shape=_like_shape(distr), infer_type=_like_type, gradient=_zero_grads,
+            doc=f"Samples of the {distr} distribution shaped like `data`."))
         names = SAMPLE_INPUTS.get(distr, tuple(n for n, _ in params))
         register_op(OpDef(
             f"_sample_{distr}", aliases=(f"sample_{distr}",), inputs=names, random=True,
             params={"shape": Shape(()), "dtype": DType(None)}, infer_shape=_sample_shape,
-            infer_type=_sample_type, gradient=_zero_grads))
+            infer_type=_sample_type, gradient=_zero_grads,
+            doc=f"`shape` samples of the {distr} distribution per entry of the parameter "
+                f"arrays ({', '.join(names)})."))
     register_op(OpDef(
         "_random_randint", aliases=("random_randint",), inputs=(), random=True,
         params={"low": Int(), "high": Int(), **base}, infer_shape=_no_input_shape("randint"),
         infer_type=lambda p, i, o: _out_dtype(p, o, I32, ("int32", "int64")),
-        gradient=_zero_grads))
+        gradient=_zero_grads, doc="Integers drawn uniformly from [low, high)."))
 
 
 # -- multinomial, shuffle, unique zipfian --------------------------------------------------------
@@ -214,16 +218,21 @@ def _declare_others() -> None:
         outputs=_multinomial_outputs, random=True, gradient=_multinomial_grad,
         params={"shape": Shape(()), "get_prob": Bool(False),
                 "dtype": DType(I32)}, infer_shape=_multinomial_shape,
-        infer_type=_multinomial_type))
+        infer_type=_multinomial_type,
+        doc="Class indices drawn from the probabilities on data's last axis (and their "
+            "log-probabilities with get_prob)."))
     backward_op("_backward_sample_multinomial", inputs=("ograd", "data", "sample"))
     register_op(OpDef(
         "_shuffle", aliases=("shuffle",), inputs=("data",), random=True,
-        infer_shape=_same_shape_type, infer_type=_like_type, gradient=_zero_grads))
+        infer_shape=_same_shape_type, infer_type=_like_type, gradient=_zero_grads,
+        doc="data with its first axis randomly permuted."))
     register_op(OpDef(
         "_sample_unique_zipfian", inputs=(), outputs=("output0", "output1"), random=True,
         params={"range_max": Int(), "shape": Shape(())}, infer_shape=_zipfian_shape,
         infer_type=lambda p, i, o: [assign_dtype(o, k, I64, "out") for k in (0, 1)],
-        gradient=_zero_grads))
+        gradient=_zero_grads,
+        doc="Distinct classes in [0, range_max) drawn from an approximately log-uniform "
+            "(Zipfian) distribution per row, and the number of tries."))
 
 
 _declare_distributions()

@@ -10,7 +10,7 @@ from ..ir.errors import ArgumentTypeError
 from ..ops.registry import find_op
 from .symbol import Symbol, create_op_symbol, symbol_method
 
-__all__ = ["maximum", "minimum", "pow", "power", "hypot", "internal"]
+__all__ = ["maximum", "minimum", "pow", "power", "hypot", "internal", "arange"]
 
 
 def _pick(name: str, left: Any, right: Any, sym_op: str, scalar_op: str,
@@ -53,6 +53,15 @@ def hypot(left: Any, right: Any) -> Any:
     """``sqrt(left**2 + right**2)`` elementwise; either may be a number."""
     return _pick("hypot", left, right, "_Hypot", "_HypotScalar", "_HypotScalar",
                  lambda a, b: (a ** 2 + b ** 2) ** 0.5)
+
+
+def arange(start: Any, stop: Any = None, step: float = 1.0, repeat: int = 1,
+           infer_range: bool = False, name: str | None = None, dtype: Any = None) -> Symbol:
+    """Evenly spaced values in [start, stop) (mx.sym.arange: ``_arange``, float32 unless
+    ``dtype`` says otherwise)."""
+    attrs = {"start": start, "stop": stop, "step": step, "repeat": repeat,
+             "infer_range": infer_range, "dtype": "float32" if dtype is None else dtype}
+    return create_op_symbol("_arange", [], {**attrs, "name": name})
 
 
 class _Internal:

@@ -3,9 +3,7 @@ their backward operators. Batched through the array module's stacked matmul; tri
 operands keep only the triangle ``lower`` names (MXNet's BLAS reads nothing else)."""
 from __future__ import annotations
 
-import numpy as np
-
-from graphexec.core.ops.linalg import gemm_axis
+from graphexec.core.ops.linalg import diag_index, gemm_axis, trian_index
 
 from .base import kernel
 
@@ -152,22 +150,6 @@ def syrk_backward(call):
 
 
 # -- diagonals and triangles -------------------------------------------------------------------
-def diag_index(n: int, offset: int) -> tuple[np.ndarray, np.ndarray]:
-    """Rows and columns of diagonal ``offset`` of an n x n matrix."""
-    i = np.arange(n - abs(offset))
-    return i + max(-offset, 0), i + max(offset, 0)
-
-
-def trian_index(n: int, offset: int, lower: bool) -> tuple[np.ndarray, np.ndarray]:
-    """Rows and columns of the triangle extracttrian copies, in MXNet's order: the lower
-    triangle row by row; the upper one column by column (the lower one of the transpose)."""
-    k = abs(offset)
-    rows = np.concatenate([np.full(r - k + 1, r) for r in range(k, n)] or [np.zeros(0, int)])
-    cols = np.concatenate([np.arange(r - k + 1) for r in range(k, n)] or [np.zeros(0, int)])
-    upper = offset > 0 or (offset == 0 and not lower)
-    return (cols, rows) if upper else (rows, cols)
-
-
 def _index_of(call, n: int):
     p = call.params
     if "diag" in call.op_name:

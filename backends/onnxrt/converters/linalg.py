@@ -1,13 +1,14 @@
 """Converters of the linalg operators ONNX expresses exactly: gemm / gemm2 (MatMul, Mul, Add;
 a row axis other than -2 through Transpose), syrk (MatMul with a transposed copy), trmm
-(Trilu then MatMul) and det (Det). The factorizations (potrf, potri, gelqf, syevd), the
-solvers (trsm, inverse), slogdet and the diagonal/triangle copies have no ONNX operator and
-stay region boundaries (tests/test_onnx_converters.py lists why)."""
+(Trilu then MatMul), det (Det), sumlogdiag and the diagonal/triangle copies (Gather on the
+flattened matrices). The factorizations (potrf, potri, gelqf, syevd), the solvers (trsm,
+inverse) and slogdet have no ONNX operator and stay region boundaries
+(tests/test_onnx_converters.py lists why)."""
 from __future__ import annotations
 
 import numpy as np
 
-from graphexec.core.ops.linalg import gemm_axis
+from graphexec.core.ops.linalg import diag_index, gemm_axis, trian_index
 
 from ..convert import ConvertCall, converter
 
@@ -78,3 +79,56 @@ def _det(c: ConvertCall) -> None:
         return
     d = c.b.one("Det", [c.x], hint=c.hint("det"))
     c.b.one("Reshape", [d, c.b.ints([1], c.hint("shape"))], c.out)
+
+
+# -- diagonals and triangles: Gather on the flattened matrices ---------------------------------
+def _flat_index(c: ConvertCall, n: int) -> np.ndarray:
+    """Positions (row * n + col) of the entries the node copies, in MXNet's order."""
+    p = c.p
+    if "diag" in c.node.op.name:
+        rows, cols = diag_index(n, p.offset)
+    else:
+        rows, cols = trian_index(n, p.offset, p.lower)
+    return rows * n + cols
+
+
+def _gather_last(c: ConvertCall, x: str, lead: tuple, size: int, index, out_shape) -> None:
+    flat = c.b.one("Reshape", [x, c.b.ints(lead + (size,), c.hint("flat"))], hint=c.hint("fl"))
+    picked = c.b.one("Gather", [flat, c.b.ints(index, c.hint("idx"))], hint=c.hint("g"),
+                     axis=len(lead))
+    c.b.one("Reshape", [picked, c.b.ints(out_shape, c.hint("oshape"))], c.out)
+
+
+@converter("_linalg_extractdiag", "_linalg_extracttrian")
+def _extract(c: ConvertCall) -> None:
+    shape = tuple(c.in_shapes[0])
+    n = shape[-1]
+    _gather_last(c, c.x, shape[:-2], n * n, _flat_index(c, n), c.out_shapes[0])
+
+
+@converter("_linalg_makediag", "_linalg_maketrian")
+def _make(c: ConvertCall) -> None:
+    """Every output entry gathers its vector entry, or a zero appended after the vector."""
+    shape, out = tuple(c.in_shapes[0]), tuple(c.out_shapes[0])
+    n, m = out[-1], shape[-1]
+    source = np.full(n * n, m, np.int64)
+    source[_flat_index(c, n)] = np.arange(m)
+    zero = c.b.one("Expand", [c.b.const(0, c.out_dtypes[0], c.hint("zero")),
+                              c.b.ints(shape[:-1] + (1,), c.hint("zshape"))], hint=c.hint("z"))
+    padded = c.b.one("Concat", [c.x, zero], hint=c.hint("pad"), axis=len(shape) - 1)
+    _gather_last(c, padded, shape[:-1], m + 1, source, out)
+
+
+@converter("_linalg_sumlogdiag")
+def _sumlogdiag(c: ConvertCall) -> None:
+    shape = tuple(c.in_shapes[0])
+    n = shape[-1]
+    lead = shape[:-2]
+    flat = c.b.one("Reshape", [c.x, c.b.ints(lead + (n * n,), c.hint("flat"))],
+                   hint=c.hint("fl"))
+    diag = c.b.one("Gather", [flat, c.b.ints(np.arange(n) * (n + 1), c.hint("idx"))],
+                   hint=c.hint("d"), axis=len(lead))
+    total = c.b.one("ReduceSum", [c.b.one("Log", [diag], hint=c.hint("log")),
+                                  c.b.ints([len(lead)], c.hint("axis"))], hint=c.hint("sum"),
+                    keepdims=0)
+    c.b.one("Reshape", [total, c.b.ints(c.out_shapes[0], c.hint("oshape"))], c.out)
