@@ -296,3 +296,10 @@ def test_dropout_in_a_loop_body_gets_its_forward_masks_in_backward():
     exe.backward(np.ones_like(y))
     # out = mask * x * w / (1 - p): d sum(out) / d w = sum over steps of out / w
     np.testing.assert_allclose(exe.grad_dict["w"], (y / args["w"]).sum(axis=0), rtol=1e-12)
+
+
+def test_an_error_inside_a_body_names_the_loop_and_the_inner_node():
+    data, h0, w = S.var("data"), S.var("h0"), S.var("w")
+    out, states = S.contrib.foreach(lambda x, s: (x * w + s[0], [x * w + s[0]]), data, [h0])
+    with pytest.raises(GraphexecError, match=r"_foreach\d+: _foreach: in its body.*_mul\d+.*\[5,3\]"):
+        S.Group([out] + states).infer_shape(data=(4, 2, 3), h0=(2, 3), w=(5, 3))

@@ -24,7 +24,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..ir.attrs import Params
-from ..ir.errors import AttributeParseError
+from ..ir.errors import AttributeParseError, GraphexecError
 from ..ir.graph import Graph, Node
 from ..ops.common import Int, Shape, merge
 from ..ops.registry import InferError, OpDef, ShapeConflict
@@ -116,7 +116,10 @@ def _infer_body(body, kind: str, ins: list, outs: list) -> tuple[list, list]:
     key = "shape" if kind == "shape" else "dtype"
     seeds = {nid: v for nid, v in zip(ig.input_nodes, ins) if v is not None}
     g = Graph(body.outputs, {f"{key}_inputs": seeds, f"{key}_outputs": list(outs)}, ig)
-    g = apply_passes(g, ["infer_shape" if kind == "shape" else "infer_type"])
+    try:
+        g = apply_passes(g, ["infer_shape" if kind == "shape" else "infer_type"])
+    except GraphexecError as exc:  # the outer pass names the loop node in front of this
+        raise InferError(f"in its body: {str(exc).splitlines()[0]}") from None
     values, rp = g.attrs[key], ig.row_ptr
     return [values[rp[n]] for n in ig.input_nodes], [values[e] for e in ig.outputs]
 
