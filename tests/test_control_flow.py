@@ -303,3 +303,28 @@ def test_an_error_inside_a_body_names_the_loop_and_the_inner_node():
     out, states = S.contrib.foreach(lambda x, s: (x * w + s[0], [x * w + s[0]]), data, [h0])
     with pytest.raises(GraphexecError, match=r"_foreach\d+: _foreach: in its body.*_mul\d+.*\[5,3\]"):
         S.Group([out] + states).infer_shape(data=(4, 2, 3), h0=(2, 3), w=(5, 3))
+
+
+def test_backward_after_another_executors_forward_recomputes_its_own_steps():
+    """The training forward leaves its steps to its backward; an executor bound from the
+    same symbol whose forward ran in between does not hand its steps over."""
+    sym = _rnn()
+    rng = np.random.default_rng(5)
+
+    def args():
+        return {"data": rng.uniform(-1, 1, (3, 2, 2)), "h0": rng.uniform(-1, 1, (2, 2)),
+                "w": rng.uniform(-1, 1, (2, 2))}
+    a_args, b_args = args(), args()
+    grads = {"data": np.zeros((3, 2, 2)), "h0": np.zeros((2, 2)), "w": np.zeros((2, 2))}
+    ref = sym.bind(gx.cpu(), a_args, args_grad={k: v.copy() for k, v in grads.items()})
+    ref.forward(is_train=True)
+    heads = [np.ones((3, 2, 2)), np.ones((2, 2))]
+    ref.backward(heads)
+    a = sym.bind(gx.cpu(), a_args, args_grad={k: v.copy() for k, v in grads.items()})
+    b = sym.bind(gx.cpu(), b_args, args_grad={k: v.copy() for k, v in grads.items()})
+    a.forward(is_train=True)
+    b.forward(is_train=True)
+    a.backward(heads)
+    a.backward(heads)  # again, from the same forward
+    for name in grads:
+        np.testing.assert_allclose(a.grad_dict[name], ref.grad_dict[name], rtol=1e-12)
