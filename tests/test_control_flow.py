@@ -328,3 +328,15 @@ def test_backward_after_another_executors_forward_recomputes_its_own_steps():
     a.backward(heads)  # again, from the same forward
     for name in grads:
         np.testing.assert_allclose(a.grad_dict[name], ref.grad_dict[name], rtol=1e-12)
+
+
+def test_a_condition_of_more_than_one_element_is_an_error():
+    a = S.var("a")
+    branch = S.contrib.cond(a > 0, lambda: a * 2, lambda: a * 3)
+    with pytest.raises(GraphexecError, match=r"_cond\d+.*condition.*\[3\].*one element"):
+        branch.infer_shape(a=(3,))
+    i = S.var("i")
+    _, final = S.contrib.while_loop(lambda i: i < 3, lambda i: ([], [i + 1]), [i],
+                                    max_iterations=4)
+    with pytest.raises(GraphexecError, match="one element"):
+        final[0].infer_shape(i=(2,))
