@@ -296,3 +296,47 @@ def test_dropout_in_a_loop_body_gets_its_forward_masks_in_backward():
     exe.backward(np.ones_like(y))
     # out = mask * x * w / (1 - p): d sum(out) / d w = sum over steps of out / w
     np.testing.assert_allclose(exe.grad_dict["w"], (y / args["w"]).sum(axis=0), rtol=1e-12)
+
+
+def test_an_error_inside_a_body_names_the_loop_and_the_inner_node():
+    data, h0, w = S.var("data"), S.var("h0"), S.var("w")
+    out, states = S.contrib.foreach(lambda x, s: (x * w + s[0], [x * w + s[0]]), data, [h0])
+    with pytest.raises(GraphexecError, match=r"_foreach\d+: _foreach: in its body.*_mul\d+.*\[5,3\]"):
+        S.Group([out] + states).infer_shape(data=(4, 2, 3), h0=(2, 3), w=(5, 3))
+
+
+def test_backward_after_another_executors_forward_recomputes_its_own_steps():
+    """The training forward leaves its steps to its backward; an executor bound from the
+    same symbol whose forward ran in between does not hand its steps over."""
+    sym = _rnn()
+    rng = np.random.default_rng(5)
+
+    def args():
+        return {"data": rng.uniform(-1, 1, (3, 2, 2)), "h0": rng.uniform(-1, 1, (2, 2)),
+                "w": rng.uniform(-1, 1, (2, 2))}
+    a_args, b_args = args(), args()
+    grads = {"data": np.zeros((3, 2, 2)), "h0": np.zeros((2, 2)), "w": np.zeros((2, 2))}
+    ref = sym.bind(gx.cpu(), a_args, args_grad={k: v.copy() for k, v in grads.items()})
+    ref.forward(is_train=True)
+    heads = [np.ones((3, 2, 2)), np.ones((2, 2))]
+    ref.backward(heads)
+    a = sym.bind(gx.cpu(), a_args, args_grad={k: v.copy() for k, v in grads.items()})
+    b = sym.bind(gx.cpu(), b_args, args_grad={k: v.copy() for k, v in grads.items()})
+    a.forward(is_train=True)
+    b.forward(is_train=True)
+    a.backward(heads)
+    a.backward(heads)  # again, from the same forward
+    for name in grads:
+        np.testing.assert_allclose(a.grad_dict[name], ref.grad_dict[name], rtol=1e-12)
+
+
+def test_a_condition_of_more_than_one_element_is_an_error():
+    a = S.var("a")
+    branch = S.contrib.cond(a > 0, lambda: a * 2, lambda: a * 3)
+    with pytest.raises(GraphexecError, match=r"_cond\d+.*condition.*\[3\].*one element"):
+        branch.infer_shape(a=(3,))
+    i = S.var("i")
+    _, final = S.contrib.while_loop(lambda i: i < 3, lambda i: ([], [i + 1]), [i],
+                                    max_iterations=4)
+    with pytest.raises(GraphexecError, match="one element"):
+        final[0].infer_shape(i=(2,))

@@ -124,6 +124,11 @@ def test_ctc_needs_3d_data_and_names_the_node():
         loss.infer_shape(x=(2, 3, 5), y=(3, 4))
 
 
+def test_softmin_takes_no_length_input():
+    with pytest.raises(GraphexecError, match="softmin.*use_length"):
+        gx.sym.softmin(gx.sym.Variable("x"), use_length=True, name="sm").infer_shape(x=(2, 3))
+
+
 def test_kl_sparse_reg_moves_its_average_in_backward():
     """MXNet updates the running average in backward: a second backward moves it again."""
     case = META["cases"]["kl_sparse_reg"]

@@ -244,7 +244,7 @@ def _declare() -> None:
                "use_length": Bool(False)}
     register_op(OpDef("smooth_l1", params=scalar, infer_shape=same_shape, infer_type=same_type,
                       traits=("elementwise", "scalar"), inplace=((0, 0),), named_inputs=False))
-    register_op(OpDef("softmin", params=softmax, infer_shape=same_shape,
+    register_op(OpDef("softmin", params=softmax, infer_shape=_softmin_shape,
                       infer_type=_softmin_type, traits=("softmax",)))
     register_op(OpDef("softmax_cross_entropy", inputs=("data", "label"),
                       infer_shape=_sce_shape, infer_type=_first_type))
@@ -294,6 +294,13 @@ def _declare() -> None:
                       inputs=lambda p: [f"data_{i}" for i in range(p.num_outputs)],
                       outputs=lambda p: [f"output{i}" for i in range(p.num_outputs)],
                       infer_shape=_amp_multicast_shape, infer_type=_amp_multicast_type))
+
+
+def _softmin_shape(p, ins, outs):
+    if p.use_length:
+        raise InferError("use_length=True is not supported: softmin takes no length input "
+                         "(MXNet registers it with one input)")
+    same_shape(p, ins, outs)
 
 
 def _softmin_type(p, ins, outs):

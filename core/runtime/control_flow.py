@@ -45,39 +45,62 @@ def _serial_blas(call: Any, run: Callable[[], None]) -> Callable[[], None]:
     return serial
 
 
-class _Replay:
-    """Random draws in a loop body (Dropout): the forward loop records the generator state
-    it starts from (in the params it shares with its backward node); the backward loop
-    recomputes the steps from that state, keeping the state before each step, replays each
-    step's draws when it runs the step again, then puts the stream back where it was."""
+def _key(arrays: list) -> tuple:
+    """Which arrays (buffers, shapes, dtypes) a loop ran on."""
+    return tuple((a.__array_interface__["data"][0] if hasattr(a, "__array_interface__")
+                  else a.data.ptr, a.shape, str(a.dtype)) for a in arrays)
 
-    def __init__(self, p: Any):
-        self.link = p.link if p.draws else None
+
+class _Trace:
+    """What a training forward loop leaves its backward loop, through the params the two
+    nodes share (``link``): the values each step started from and, when the body draws
+    random numbers (Dropout), the generator state before each step. The backward loop uses
+    them when it runs on the same input arrays (the same executor's forward), else it runs
+    the forward loop again to recover them; either way it replays each step's draws, then
+    puts the random stream back where it was."""
+
+    def __init__(self, p: Any, inputs: list):
+        self.link, self.draws, self.inputs = p.link, p.draws, inputs
         self.steps: list = []
+        self.rng: list = []
 
     def forward_started(self, is_train: bool) -> None:
-        if self.link is not None and is_train:
-            self.link["state"] = generator().bit_generator.state
+        self.link.clear()
+        if is_train:
+            self.link.update(key=_key(self.inputs), steps=[], rng=[])
 
-    def __enter__(self) -> "_Replay":
-        if self.link is not None:
-            self.saved = generator().bit_generator.state
-            start = self.link.get("state")
-            if start is not None:
-                generator().bit_generator.state = start
-        self.steps = []
+    def forward_step(self, values: Any) -> None:
+        """Before the body runs a step of a training forward loop, with the values it
+        starts from."""
+        self.link["steps"].append(values)
+        if self.draws:
+            self.link["rng"].append(generator().bit_generator.state)
+
+    def recorded(self) -> bool:
+        """Whether the forward loop left this backward loop its steps (taken, once)."""
+        if self.link.get("key") != _key(self.inputs):
+            return False
+        self.steps, self.rng = self.link.pop("steps"), self.link.pop("rng")
+        self.link.clear()
+        return True
+
+    def __enter__(self) -> "_Trace":
+        self.saved = generator().bit_generator.state if self.draws else None
+        self.steps, self.rng = [], []
         return self
 
-    def before_step(self) -> None:
-        if self.link is not None:
-            self.steps.append(generator().bit_generator.state)
+    def recompute_step(self, values: Any) -> None:
+        """Before the body runs step t when the backward loop recomputes the forward."""
+        self.steps.append(values)
+        if self.draws:
+            self.rng.append(generator().bit_generator.state)
 
     def replay(self, t: int) -> None:
-        if self.link is not None:
-            generator().bit_generator.state = self.steps[t]
+        if self.draws:
+            generator().bit_generator.state = self.rng[t]
 
     def __exit__(self, *exc: Any) -> None:
-        if self.link is not None:
+        if self.saved is not None:
             generator().bit_generator.state = self.saved
 
 
@@ -143,28 +166,33 @@ class _Foreach:
 
     def run(self, is_train: bool, on_step: Callable | None = None,
             before: Callable | None = None) -> list:
-        """Every step; ``on_step(t, outputs, states_before)``; returns the last states."""
+        """Every step; ``before(states)`` and ``on_step(t, outputs)`` around the body;
+        returns the last states."""
         states = [self.fwd[self.n_data + j] for j in range(self.n_state)]
         for t in range(self.steps):
             if before is not None:
-                before()
+                before(states)
             outs = self.body.forward(self.values(t, states), is_train)
             if on_step is not None:
-                on_step(t, outs, states)
+                on_step(t, outs)
             states = [outs[self.n_out + j].copy() for j in range(self.n_state)]
         return states
 
 
 def foreach_kernel(call: Any) -> Callable[[], None]:
-    loop, replay = _Foreach(call, call.inputs, grad=False), _Replay(call.params)
+    loop, trace = _Foreach(call, call.inputs, grad=False), _Trace(call.params, call.inputs)
+    train = call.is_train
 
-    def on_step(t, outs, _states):
+    def on_step(t, outs):
         for j in range(loop.n_out):
             call.outputs[j][t] = outs[j]
 
+    def record(states):
+        trace.forward_step([s.copy() for s in states])
+
     def run() -> None:
-        replay.forward_started(call.is_train)
-        for j, state in enumerate(loop.run(call.is_train, on_step)):
+        trace.forward_started(train)
+        for j, state in enumerate(loop.run(train, on_step, record if train else None)):
             call.outputs[loop.n_out + j][...] = state
     return _serial_blas(call, run)
 
@@ -173,21 +201,21 @@ def foreach_backward_kernel(call: Any) -> Callable[[], None]:
     m = call.params.num_outputs
     ograds, loop = call.inputs[:m], _Foreach(call, call.inputs[m:], grad=True)
     nd, ns, n_out, xp = loop.n_data, loop.n_state, loop.n_out, call.xp
-    replay = _Replay(call.params)
+    trace = _Trace(call.params, call.inputs[m:])
 
     def run() -> None:
-        with replay:
-            backward_steps()
+        with trace:
+            if not trace.recorded():
+                loop.run(True, before=lambda states: trace.recompute_step(
+                    [s.copy() for s in states]))
+            backward_steps(trace.steps)
 
-    def backward_steps() -> None:
-        history: list[list] = []
-        loop.run(True, lambda t, outs, states: history.append([s.copy() for s in states]),
-                 replay.before_step)
+    def backward_steps(history: list) -> None:
         data_grads = [xp.zeros_like(loop.fwd[k]) for k in range(nd)]
         g_states = [ograds[n_out + j] for j in range(ns)]
         g_free: dict[int, Any] = {}
         for t in range(loop.steps - 1, -1, -1):
-            replay.replay(t)
+            trace.replay(t)
             loop.body.forward(loop.values(t, history[t]), True)
             grads = loop.body.backward([ograds[j][t] for j in range(n_out)] + g_states)
             new_states = [xp.zeros_like(s) for s in g_states]
@@ -233,26 +261,30 @@ class _WhileLoop:
             if not bool(flag.reshape(-1)[0]):
                 break
             if before is not None:
-                before()
+                before(cur)
             outs = self.func.forward(self.values(self.f_feed, cur), is_train)
             if on_step is not None:
-                on_step(t, outs, cur)
+                on_step(t, outs)
             cur = {k: outs[self.n_out + i].copy() for i, k in enumerate(self.vars)}
         return cur
 
 
 def while_loop_kernel(call: Any) -> Callable[[], None]:
-    loop, replay = _WhileLoop(call, call.inputs, grad=False), _Replay(call.params)
+    loop, trace = _WhileLoop(call, call.inputs, grad=False), _Trace(call.params, call.inputs)
+    train = call.is_train
 
-    def on_step(t, outs, _cur):
+    def on_step(t, outs):
         for j in range(loop.n_out):
             call.outputs[j][t] = outs[j]
+
+    def record(cur):
+        trace.forward_step({k: v.copy() for k, v in cur.items()})
 
     def run() -> None:
         for j in range(loop.n_out):
             call.outputs[j].fill(0)  # rows past the last step (MXNet leaves them unwritten)
-        replay.forward_started(call.is_train)
-        final = loop.run(call.is_train, on_step)
+        trace.forward_started(train)
+        final = loop.run(train, on_step, record if train else None)
         for i, k in enumerate(loop.vars):
             call.outputs[loop.n_out + i][...] = final[k]
     return _serial_blas(call, run)
@@ -262,20 +294,20 @@ def while_loop_backward_kernel(call: Any) -> Callable[[], None]:
     m = call.params.num_outputs
     ograds, loop = call.inputs[:m], _WhileLoop(call, call.inputs[m:], grad=True)
     n_out, xp = loop.n_out, call.xp
-    replay = _Replay(call.params)
+    trace = _Trace(call.params, call.inputs[m:])
 
     def run() -> None:
-        with replay:
-            backward_steps()
+        with trace:
+            if not trace.recorded():
+                loop.run(True, before=lambda cur: trace.recompute_step(
+                    {k: v.copy() for k, v in cur.items()}))
+            backward_steps(trace.steps)
 
-    def backward_steps() -> None:
-        history: list[dict] = []
-        loop.run(True, lambda t, outs, cur: history.append({k: v.copy() for k, v in cur.items()}),
-                 replay.before_step)
+    def backward_steps(history: list) -> None:
         g_vars = {k: ograds[n_out + i] for i, k in enumerate(loop.vars)}
         g_free: dict[int, Any] = {}
         for t in range(len(history) - 1, -1, -1):
-            replay.replay(t)
+            trace.replay(t)
             loop.func.forward(loop.values(loop.f_feed, history[t]), True)
             grads = loop.func.backward([ograds[j][t] for j in range(n_out)] +
                                        [g_vars[k] for k in loop.vars])

@@ -24,9 +24,9 @@ from __future__ import annotations
 from typing import Any
 
 from ..ir.attrs import Params
-from ..ir.errors import AttributeParseError
+from ..ir.errors import AttributeParseError, GraphexecError
 from ..ir.graph import Graph, Node
-from ..ops.common import Int, Shape, merge
+from ..ops.common import Int, Shape, fmt, known, merge, prod
 from ..ops.registry import InferError, OpDef, ShapeConflict
 from ..passes.manager import apply_passes
 
@@ -116,7 +116,10 @@ def _infer_body(body, kind: str, ins: list, outs: list) -> tuple[list, list]:
     key = "shape" if kind == "shape" else "dtype"
     seeds = {nid: v for nid, v in zip(ig.input_nodes, ins) if v is not None}
     g = Graph(body.outputs, {f"{key}_inputs": seeds, f"{key}_outputs": list(outs)}, ig)
-    g = apply_passes(g, ["infer_shape" if kind == "shape" else "infer_type"])
+    try:
+        g = apply_passes(g, ["infer_shape" if kind == "shape" else "infer_type"])
+    except GraphexecError as exc:  # the outer pass names the loop node in front of this
+        raise InferError(f"in its body: {str(exc).splitlines()[0]}") from None
     values, rp = g.attrs[key], ig.row_ptr
     return [values[rp[n]] for n in ig.input_nodes], [values[e] for e in ig.outputs]
 
@@ -153,6 +156,13 @@ def _unstack(kind: str, value):
     return tuple(value[1:])
 
 
+def _one_element(kind: str, shape) -> None:
+    """The condition must be one element (MXNet's as_bool_scalar)."""
+    if kind == "shape" and shape is not None and known(shape) and prod(shape) != 1:
+        raise InferError(f"the condition's output has shape {fmt(shape)}; it must hold "
+                         f"exactly one element")
+
+
 def _foreach_rule(kind: str):
     def rule(p, ins, outs):
         body, feed = p.subgraphs[0], body_inputs(p)[0]
@@ -179,7 +189,8 @@ def _while_rule(kind: str):
         c_feed, f_feed = body_inputs(p)
         var_inputs = [f_feed[v] for v in p.func_var_locs]
         n_out = p.num_out_data
-        b_in, _ = _infer_body(cond, kind, [ins[k] for k in c_feed], [None])
+        b_in, flag = _infer_body(cond, kind, [ins[k] for k in c_feed], [None])
+        _one_element(kind, flag[0])
         for pos, k in enumerate(c_feed):
             _put(ins, k, b_in[pos], "in")
         for _ in range(2):
@@ -198,7 +209,8 @@ def _while_rule(kind: str):
 def _cond_rule(kind: str):
     def rule(p, ins, outs):
         feeds = body_inputs(p)
-        b_in, _ = _infer_body(p.subgraphs[0], kind, [ins[k] for k in feeds[0]], [None])
+        b_in, flag = _infer_body(p.subgraphs[0], kind, [ins[k] for k in feeds[0]], [None])
+        _one_element(kind, flag[0])
         for pos, k in enumerate(feeds[0]):
             _put(ins, k, b_in[pos], "in")
         for body, feed in zip(p.subgraphs[1:], feeds[1:]):

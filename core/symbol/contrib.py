@@ -42,9 +42,14 @@ def _locs(values: Sequence[int]) -> str:
     return "[" + ", ".join(str(v) for v in values) + "]"
 
 
+def _uniq_name(sym: Symbol, fallback: str) -> str:
+    """MXNet's name for the body variable standing for ``sym``: '<node>-<output index>'."""
+    return f"{sym.name}-{sym.outputs[0].index}" if sym.name else fallback
+
+
 def _step_var(sym: Symbol, fallback: str) -> Symbol:
-    """The body's variable standing for one step of ``sym`` (MXNet names it '<name>-0')."""
-    return Variable(f"{sym.name}-0" if sym.name else fallback)
+    """The body's variable standing for one step of ``sym``."""
+    return Variable(_uniq_name(sym, fallback))
 
 
 #: how many bodies of each name were made (MXNet's AttrScope._subgraph_names)
@@ -180,7 +185,7 @@ def while_loop(cond: Callable, func: Callable, loop_vars: Any, max_iterations: i
         raise ArgumentTypeError(f"while_loop {name!r}: max_iterations must be a positive "
                                 f"int, got {max_iterations!r}")
     lvars, one_var = _as_list(loop_vars, "loop_vars")
-    var_names = [f"{v.name}-0" if v.name else f"{name}_var{k}" for k, v in enumerate(lvars)]
+    var_names = [_uniq_name(v, f"{name}_var{k}") for k, v in enumerate(lvars)]
 
     def cond_fn(*vs):
         return [], [cond(*vs)]
