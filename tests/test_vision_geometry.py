@@ -126,3 +126,63 @@ def test_bad_input_is_rejected_or_documented(name):
     assert name in ACCEPTED, f"{name}: MXNet accepts it ({err.get('notes')}); say what " \
                              f"graphexec does in ACCEPTED"
     _run_error_case(err)
+
+
+def test_onnxrt_regions_stop_at_ops_without_a_converter():
+    """A vision head on the onnxrt backend: the resizers, GroupNorm and the adaptive pooling
+    run in ONNX Runtime regions, Correlation stays native with the reason in the partition
+    plan, and the outputs equal the native run's."""
+    pytest.importorskip("onnxruntime")
+    S = gx.sym
+    conv = S.Convolution(S.Variable("data"), num_filter=3, kernel=(3, 3), pad=(1, 1), name="c1")
+    a = S._contrib_BilinearResize2D(conv, height=12, width=10, name="rs")
+    b = S._contrib_BilinearResize2D(S.Variable("data2"), height=12, width=10, name="rs2")
+    corr = S.Correlation(a, b, max_displacement=1, pad_size=1, name="corr")
+    head = S._contrib_AdaptiveAvgPooling2D(S.GroupNorm(corr, num_groups=3, name="gn"),
+                                           output_size=(2, 2), name="ap")
+    outs, plans = {}, {}
+    for backend in (None, "onnxrt"):
+        exe = head.simple_bind(gx.cpu(), grad_req="null", backend=backend, data=(2, 3, 6, 5),
+                               data2=(2, 3, 6, 5))
+        rng = np.random.default_rng(0)
+        for name in sorted(exe.arg_dict):
+            exe.arg_dict[name][...] = rng.uniform(-1, 1, exe.arg_dict[name].shape)
+        outs[backend] = np.asarray(exe.forward()[0]).copy()
+        plans[backend] = str(exe.partition_plan)
+    lines = {line.split()[0]: line for line in plans["onnxrt"].splitlines()[1:]}
+    assert "no ONNX converter for Correlation" in lines["corr"]
+    for node in ("c1", "rs", "rs2", "gn", "ap"):
+        assert "onnxrt region" in lines[node], plans["onnxrt"]
+    np.testing.assert_allclose(outs["onnxrt"], outs[None], rtol=1e-5, atol=1e-6)
+
+
+def _partial_cases():
+    for name in CASES:
+        for k, entry in enumerate(META["cases"][name].get("partial_infer_shape") or []):
+            if "arg_shapes" in entry:
+                yield pytest.param(name, entry, id=f"{name}-{k}")
+
+
+def _known(shape) -> bool:
+    return shape is not None and len(shape) > 0 and all(d > 0 for d in shape)
+
+
+@pytest.mark.parametrize("name,entry", list(_partial_cases()))
+def test_partial_inference_knows_what_mxnet_knows(name, entry):
+    """infer_shape_partial from the outputs alone (tied to variables of their shapes through
+    elemwise_add, as the generator did): every shape MXNet decides, graphexec decides alike
+    (it may decide more)."""
+    case = META["cases"][name]
+    sym = gx.sym.load_json(case["symbol_json"])
+    given = {k: tuple(v) for k, v in entry["given"].items()}
+    if entry.get("mode") == "outputs_only":
+        sym = gx.sym.Group([gx.sym.elemwise_add(o, gx.sym.Variable(f"__out{i}_shape"))
+                            for i, o in enumerate(sym)])
+    args, outs, _ = sym.infer_shape_partial(**given)
+    got = dict(zip(sym.list_arguments(), args))
+    for arg, want in entry["arg_shapes"].items():
+        if _known(want):
+            assert tuple(got[arg]) == tuple(want), (arg, got[arg], want)
+    for k, want in enumerate(entry.get("out_shapes") or []):
+        if _known(want):
+            assert tuple(outs[k]) == tuple(want), (k, outs[k], want)
