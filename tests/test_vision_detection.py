@@ -130,12 +130,13 @@ def test_roi_with_negative_batch_index_gives_zeros(op):
 
 
 ONNX_CASES = sorted(n for n, c in META["cases"].items()
-                    if c["op"] in ("_contrib_ROIAlign", "ROIPooling")
+                    if c["op"] in ("_contrib_ROIAlign", "ROIPooling", "_contrib_box_iou",
+                                   "_contrib_box_decode")
                     and "position_sensitive" not in c["attrs"])
 
 
 @pytest.mark.parametrize("name", ONNX_CASES)
-def test_roi_case_matches_mxnet_in_an_onnxrt_region(name):
+def test_case_matches_mxnet_in_an_onnxrt_region(name):
     pytest.importorskip("onnxruntime")
     case = META["cases"][name]
     sym = gx.sym.load_json(case["symbol_json"])
@@ -153,3 +154,52 @@ def test_partition_plan_gives_why_nms_stays_native():
                    backend="onnxrt", backend_options={"onnxrt": {"min_size": 1}})
     plan = str(exe.partition_plan)
     assert "onnxrt region" in plan and "NonMaxSuppression returns the selected indices" in plan
+
+
+def _greedy_by_box(boxes, thresh, inclusive=False, plus_one=False):
+    """Box-by-box greedy NMS in the boxes' dtype, as MXNet's loops."""
+    one = boxes.dtype.type(1 if plus_one else 0)
+    area = np.where((boxes[:, 2] < boxes[:, 0]) | (boxes[:, 3] < boxes[:, 1]), 0,
+                    (boxes[:, 2] - boxes[:, 0] + one) * (boxes[:, 3] - boxes[:, 1] + one))
+    keep = []
+    for j in range(len(boxes)):
+        ok = True
+        for i in keep:
+            w = max(min(boxes[i, 2], boxes[j, 2]) - max(boxes[i, 0], boxes[j, 0]) + one, 0)
+            h = max(min(boxes[i, 3], boxes[j, 3]) - max(boxes[i, 1], boxes[j, 1]) + one, 0)
+            union = (area[i] + area[j]) - w * h
+            with np.errstate(all="ignore"):
+                iou = (0 if union <= 0 else w * h / union) if inclusive else w * h / union
+            if (iou >= thresh) if inclusive else (iou > thresh):
+                ok = False
+                break
+        if ok:
+            keep.append(j)
+    return keep
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_blocked_suppression_matches_box_by_box(seed, monkeypatch):
+    """The block-by-block kernel (with its left-edge pruning) keeps exactly the boxes a
+    box-by-box greedy keeps: large coordinates with small boxes, tight clusters, near-equal
+    boxes and thresholds from 0 to 1."""
+    from graphexec.backends.default.kernels import detection as kern
+    monkeypatch.setattr(kern, "BLOCK", 32)  # several blocks on a small case
+    rng = np.random.default_rng(seed)
+    n = 260
+    offset = [0.0, 1e5, 3.0][seed % 3]
+    xy = rng.uniform(0, 40, (n, 2)) + offset
+    wh = rng.uniform(0.5, 12, (n, 2)) if seed % 2 else rng.exponential(4, (n, 2))
+    boxes = np.concatenate([xy, xy + wh], 1).astype("float32")
+    dup = boxes[1::7]
+    boxes[0:7 * len(dup):7] = dup + 1e-3  # near duplicates
+    for thresh, inclusive, plus_one in ((0.5, False, False), (0.7, False, True),
+                                        (0.3, True, False), (0.02, False, False),
+                                        (0.95, False, False), (0.0, False, False)):
+        t = np.float32(thresh)
+        area = (boxes[:, 2] - boxes[:, 0] + (1 if plus_one else 0)) * \
+            (boxes[:, 3] - boxes[:, 1] + (1 if plus_one else 0))
+        got = kern.greedy_keep(np, boxes, area.astype("float32"), None, t,
+                               inclusive=inclusive, plus_one=plus_one)
+        want = _greedy_by_box(boxes, t, inclusive, plus_one)
+        assert list(np.flatnonzero(got)) == want, (thresh, inclusive, plus_one)

@@ -13,7 +13,7 @@ import numpy as np
 from .base import kernel
 
 #: boxes per block of the greedy suppression: a block's IoU matrix is BLOCK x BLOCK
-BLOCK = 64
+BLOCK = 128
 
 
 def _edges(xp, boxes, center: bool):
@@ -123,22 +123,66 @@ def greedy_keep(xp, boxes, box_areas, classes, thresh, center: bool = False,
 def _greedy(xp, table, members, classes, thresh):
     """Greedy suppression among ``members`` (indices in rank order), block by block: the
     boxes a block keeps (decided inside it as a fixed point, see :func:`_fixed_point`)
-    then suppress every later box still alive, so each box meets kept boxes only until it
-    is suppressed."""
+    then suppress the later boxes still alive, so each box meets kept boxes only until it
+    is suppressed; where the threshold allows, only those near them (see :class:`_Near`)."""
     n = members.size
     keep = xp.zeros(n, dtype=bool)
     alive = xp.ones(n, dtype=bool)
+    near = _Near(xp, table, members, thresh)
     for start in range(0, n, BLOCK):
         end = min(n, start + BLOCK)
         blk = members[start:end]
         inner = xp.triu(_hits(xp, table, blk, blk, classes, thresh), 1)
         keep[start:end] = _fixed_point(xp, inner, alive[start:end])
-        kept = blk[keep[start:end]]
-        later = xp.flatnonzero(alive[end:]) + end
-        if kept.size and later.size:
-            hit = _hits(xp, table, kept, members[later], classes, thresh).any(axis=0)
-            alive[later[hit]] = False
+        kept = xp.flatnonzero(keep[start:end]) + start
+        if kept.size:
+            for rows, cols in near.pairs(kept, alive, end):
+                hit = _hits(xp, table, members[rows], members[cols], classes, thresh)
+                alive[cols[hit.any(axis=0)]] = False
     return keep
+
+
+class _Near:
+    """Which later boxes a group of kept boxes can suppress. IoU > t >= 0 needs the
+    intersection's width iw > t * max(w_i, w_j) (iw * ih > t * union >= t * w_i * h_i, and
+    ih <= h_i), and iw <= w_i - |x1_i - x1_j|, so the left edges lie closer than (1 - t) *
+    the widest box (widened against rounding): kept boxes are taken in groups by left
+    edge, each against the later boxes whose left edge lies within that radius of the
+    group's (a slice of the boxes sorted by left edge). Below a threshold of 0.05 the
+    radius spans everything: every later box is a candidate."""
+
+    GROUP = 16
+
+    def __init__(self, xp, table, members, thresh):
+        x1, _, x2, _ = table.edges
+        self.xp = xp
+        self.x = x1[members].astype(np.float64)
+        widths = x2[members].astype(np.float64) - self.x + (1.0 if table.plus_one else 0.0)
+        reach = float(widths.max(initial=0.0)) * (1.0 - float(thresh)) * 1.01
+        self.radius = reach + 1e-5 * float(xp.abs(self.x).max(initial=0.0)) + 1e-6
+        self.usable = float(thresh) >= 0.05 and bool(np.isfinite(self.radius))
+        self.by_x = xp.argsort(self.x, kind="stable")
+
+    def pairs(self, kept, alive, end):
+        """(kept positions, later alive positions) to compare, group by group."""
+        xp = self.xp
+        if not self.usable:
+            later = xp.flatnonzero(alive[end:]) + end
+            return [(kept, later)] if later.size else []
+        cand = self.by_x[alive[self.by_x] & (self.by_x >= end)]
+        if not cand.size:
+            return []
+        xs = self.x[cand]
+        kept = kept[xp.argsort(self.x[kept], kind="stable")]
+        kx = self.x[kept]
+        out = []
+        for g in range(0, kept.size, self.GROUP):
+            last = min(kept.size, g + self.GROUP) - 1
+            lo = int(xp.searchsorted(xs, kx[g] - self.radius, side="left"))
+            hi = int(xp.searchsorted(xs, kx[last] + self.radius, side="right"))
+            if hi > lo:
+                out.append((kept[g:last + 1], cand[lo:hi]))
+        return out
 
 
 def _hits(xp, table, rows, cols, classes, thresh):
