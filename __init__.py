@@ -30,6 +30,7 @@ from graphexec.core.symbol.naming import AttrScope
 from graphexec.harness import (callback, initializer, io, kvstore, lr_scheduler, metric, module,
                                optimizer, recordio, rnn)
 from graphexec.harness import ndarray as nd
+from graphexec.harness import operator
 from graphexec.harness.ndarray import random
 from graphexec.tools.compare import compare
 
@@ -47,6 +48,6 @@ __all__ = ["sym", "symbol", "model", "name", "random", "Context", "cpu", "gpu",
            "AttrScope", "hookimpl", "attribute", "subgraph", "list_backends", "partition",
            "validate_partition", "onnx", "compare", "nd", "ndarray", "io", "recordio", "init",
            "initializer", "optimizer", "lr_scheduler", "metric", "callback", "mod", "module",
-           "kv", "kvstore", "rnn"]
+           "kv", "kvstore", "rnn", "operator"]
 
 load_plugins()

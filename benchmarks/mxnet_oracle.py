@@ -111,14 +111,15 @@ def tinychain(n: int, repeat: int) -> list:
 
 
 def _fill_inputs(exe, spec: dict, rng) -> None:
-    """Parameters uniform in +-0.05, integer inputs (token ids, labels, lengths) in their
-    [low, high) range."""
+    """Parameters uniform in +-0.05 (variances in (0, 0.05): BatchNorm's moving_var must not
+    be negative), integer inputs (token ids, labels, lengths) in their [low, high) range."""
     for name, arr in list(exe.arg_dict.items()) + list(exe.aux_dict.items()):
         bounds = spec.get("int_inputs", {}).get(name)
         if bounds is not None:
             arr[:] = rng.integers(*bounds, arr.shape).astype("f4")
         else:
-            arr[:] = rng.uniform(-0.05, 0.05, arr.shape).astype("f4")
+            v = rng.uniform(-0.05, 0.05, arr.shape).astype("f4")
+            arr[:] = np.abs(v) if name.endswith("_var") else v
 
 
 def _load_params(exe, spec: dict) -> None:

@@ -17,9 +17,11 @@ import threading
 from .ops.registry import register_op
 from .passes.manager import register_pass
 from .plugins import Plugins, install, plugin_config
+from .runtime.control_flow import CONTROL_FLOW_KERNELS
 from .runtime.kernels import kernel_registry
 from .runtime.regions import native_region_runner, region_kernel
 from .subgraph.api import register_backend, set_native_runner
+from .subgraph.control_flow import CONTROL_FLOW_OPS
 from .subgraph.region import REGION_OP
 
 __all__ = ["load_plugins"]
@@ -36,6 +38,9 @@ def load_plugins() -> Plugins:
             register_op(REGION_OP)
             kernel_registry().register("_subgraph_op", region_kernel, device="any")
             set_native_runner(native_region_runner)
+            for op in CONTROL_FLOW_OPS:  # nested graphs: declared and run by the core
+                register_op(op)
+                kernel_registry().register(op.name, CONTROL_FLOW_KERNELS[op.name], device="any")
             plugins = Plugins(plugin_config())
             plugins.load()
             plugins.call_each("graphexec_register_ops", register=register_op)

@@ -12,7 +12,7 @@ import graphexec as gx
 from graphexec.core.subgraph import SubgraphBackend, SubgraphProperty, register_backend
 from graphexec.core.subgraph.api import _BACKENDS
 from graphexec.tools.cli import main
-from graphexec.tools.compare import diff_plan, parse_strategies
+from graphexec.tools.compare import diff_plan, parse_strategies, row_notes
 from graphexec.tools.compare.models import load_model
 
 GLUON = pathlib.Path(__file__).parent / "data" / "gluon"
@@ -49,7 +49,7 @@ def test_gluon_checkpoint_every_builtin_strategy_is_right(mobilenet):
     exe = model.symbol.simple_bind(gx.cpu(), grad_req="null", **model.input_shapes)
     exe.copy_params_from(model.arg_params, model.aux_params)
     np.testing.assert_allclose(exe.forward(**inputs)[0], mxnet_output, rtol=1e-4, atol=1e-5)
-    result = gx.compare(model, BUILTIN, inputs=inputs, repeat=3)
+    result = gx.compare(model, BUILTIN, inputs=inputs, repeat=6, budget_s=1)
     rows = _rows(result)
     assert list(rows) == BUILTIN and not result["interrupted"]
     assert result["model"]["num_ops"] == rows["NONE"]["total_ops"] > 50
@@ -67,7 +67,9 @@ def test_gluon_checkpoint_every_builtin_strategy_is_right(mobilenet):
     auto = rows["auto"]
     assert auto["plan"]["backends"][0] == "auto" and auto["auto"]["decisions"]
     for d in auto["auto"]["decisions"]:
-        assert d["chosen"] in ("native", d["backend"]) and "native" in d["timings_ms"]
+        assert d["chosen"] in ("native", d["backend"])
+        assert "native" in d["timings_ms"] or d["note"].startswith("not timed"), d
+        assert d["chosen"] == "native" or d["verdict"] == "faster"
 
 
 def test_onnx_file_compares(tmp_path, mobilenet):
@@ -75,7 +77,8 @@ def test_onnx_file_compares(tmp_path, mobilenet):
     path = tmp_path / "mobilenet.onnx"
     gx.onnx.export_model(model.symbol, model.arg_params, model.aux_params,
                          model.input_shapes, str(path))
-    result = gx.compare(str(path), ["NONE", "onnxrt", "fused"], inputs=inputs, repeat=2)
+    result = gx.compare(str(path), ["NONE", "onnxrt", "fused"], inputs=inputs, repeat=6,
+                        budget_s=1)
     rows = _rows(result)
     assert result["model"]["source"] == "onnx"
     for row in rows.values():
@@ -103,23 +106,51 @@ def broken_backend():
 def test_broken_strategies_are_rows_not_crashes(broken_backend):
     with pytest.warns(RuntimeWarning, match="this engine is on fire"):
         result = gx.compare("mlp", ["NONE", "nope", "onnxrt:bogus=1", broken_backend],
-                            repeat=2)
+                            repeat=6, budget_s=1)
     rows = _rows(result)
     assert rows["NONE"]["error"] is None
     assert "nope" in rows["nope"]["error"] and "onnxrt" in rows["nope"]["error"]
     assert "bogus" in rows["onnxrt:bogus=1"]["error"]
     broken = rows[broken_backend]   # its regions fell back to native: right numbers, counted
     assert broken["error"] is None and broken["fallbacks"] >= 1 and broken["max_abs_diff"] == 0
+    # ... and not claimed: the plan, the row and its notes say the region runs natively
+    assert broken["claimed"] == {} and broken["fell_back"] == {broken_backend: 3}
+    for region in broken["plan"]["regions"]:
+        assert region["status"] == "fallback" and "this engine is on fire" in region["cause"]
+    assert any("fell back to native at run time" in n and "on fire" in n
+               for n in row_notes(broken))
+
+
+def test_a_region_that_fails_at_run_time_is_not_claimed_in_the_plan(broken_backend):
+    x = gx.sym.Variable("data")
+    y = gx.sym.FullyConnected(x, num_hidden=4, name="fc") + 1
+    exe = y.simple_bind(gx.cpu(), grad_req="null", backend=broken_backend, data=(2, 3))
+    plan = exe.partition_plan
+    assert plan.num_claimed == 1 and plan.regions[0].status == "claimed"  # before it runs
+    with pytest.warns(RuntimeWarning, match="on fire"):
+        exe.forward()
+    plan = exe.partition_plan
+    assert plan.num_claimed == 0 and plan.claimed_by_backend() == {}
+    assert plan.fallen_back_by_backend() == {broken_backend: 1}
+    assert plan.regions[0].status == "fallback" and "on fire" in plan.regions[0].cause
+    line = next(ln for ln in plan.table().splitlines() if ln.startswith("fc "))
+    assert "(fell back to native)" in line and "runs natively: creating its runner failed" in line
+    assert plan.to_dict()["regions"][0]["status"] == "fallback"
 
 
 def test_training_compares_gradients_and_skips_inference_only_backends():
-    result = gx.compare("mlp", "NONE,onnxrt,fused:cost_model=false", train=True, repeat=2)
+    result = gx.compare("mlp", "NONE,onnxrt,fused:cost_model=false", train=True, repeat=6,
+                        budget_s=1)
     rows = _rows(result)
     for row in rows.values():
         assert row["error"] is None and row["train_ms"]["median"] > 0
         assert row["max_rel_diff"] < 1e-5
     assert rows["onnxrt"]["regions"] == 0
     assert any("inference_only" in s for s in rows["onnxrt"]["plan"]["skipped"])
+    [note] = row_notes(rows["onnxrt"])   # the row says why it claimed nothing
+    assert note.startswith("claimed nothing") and "inference_only, gradients requested" in note
+    assert set(rows["fused:cost_model=false"]["speedups"]) == {"forward", "train"}
+    assert result["calls_per_sample"].keys() == {"forward", "train"}
 
 
 def test_ctrl_c_returns_what_was_measured():
@@ -130,9 +161,17 @@ def test_ctrl_c_returns_what_was_measured():
         if strategy == "fused":
             raise KeyboardInterrupt
     result = gx.compare("mlp", "NONE,onnxrt,fused", repeat=2, progress=progress)
-    assert result["interrupted"]
+    assert result["interrupted"] and result["rounds"] == 0
     assert [r["strategy"] for r in result["strategies"]] == ["NONE", "onnxrt"]
-    assert ("NONE", "bind") in seen and ("onnxrt", "forward") in seen
+    assert ("NONE", "bind") in seen and ("onnxrt", "first run") in seen
+
+    def stop_timing(strategy, phase):   # Ctrl-C while timing: the complete rounds count
+        if phase == "15 rounds":
+            raise KeyboardInterrupt
+    result = gx.compare("mlp", "NONE,onnxrt", repeat=10, budget_s=60, precision=1e-9,
+                        progress=stop_timing)
+    assert result["interrupted"] and result["rounds"] == 15
+    assert all(len(r["forward_ms"]["samples"]) == 15 for r in result["strategies"])
 
 
 def test_diff_plan_lists_moved_nodes():
@@ -148,8 +187,8 @@ def test_diff_plan_lists_moved_nodes():
 
 def test_cli_compare_writes_json(tmp_path, capsys):
     out = tmp_path / "r.json"
-    assert main(["compare", "mlp", "--strategies", "NONE,onnxrt:threads=1", "--repeat", "2",
-                 "--json", str(out)]) == 0
+    assert main(["compare", "mlp", "--strategies", "NONE,onnxrt:threads=1", "--repeat", "6",
+                 "--budget", "1", "--json", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "onnxrt:threads=1" in printed and "strategy" in printed
     data = json.loads(out.read_text())
@@ -175,7 +214,7 @@ def test_auto_profile_is_saved_and_reused(tmp_path, monkeypatch):
     x = gx.sym.Variable("data")
     y = gx.sym.FullyConnected(gx.sym.tanh(x * 0.7 + 0.1), num_hidden=16, name="fc")
     profile = tmp_path / "auto.json"
-    spec = f"auto:candidates=onnxrt|fused,repeat=2,profile={profile}"
+    spec = f"auto:candidates=onnxrt|fused,repeat=6,profile={profile}"
     exe = y.simple_bind(gx.cpu(), grad_req="null", backend=spec, data=(8, 16))
     decisions = exe.partition_plan.decisions
     assert {d["backend"] for d in decisions} == {"onnxrt", "fused"} and profile.exists()
@@ -195,25 +234,55 @@ def test_auto_profile_is_saved_and_reused(tmp_path, monkeypatch):
     np.testing.assert_allclose(again.forward()[0], ref.forward()[0], rtol=1e-5, atol=1e-6)
 
 
-def test_auto_takes_a_region_only_when_it_is_faster(monkeypatch):
+def test_auto_takes_a_region_only_when_it_is_significantly_faster(monkeypatch):
     from graphexec.backends.auto import strategy as auto
+    from graphexec.core.runtime.timing import speedup
     x = gx.sym.Variable("data")
     y = gx.sym.sin(gx.sym.exp(x) * 2, name="s")
     fake = {"onnxrt": 1.0, "fused": 3.0, "native": 2.0}
+    noise = np.exp(np.random.default_rng(0).normal(0, 0.02, (2, 20)))
 
-    def timed(region, ctx, need_grad, repeat):
+    def timed(region, ctx, need_grad, repeat, left_s, share_s, min_gain):
+        # synthetic paired samples through the same statistics as the real timing
+        native, own = fake["native"] * noise[0], fake[region["backend"]] * noise[1]
+        s = speedup(list(native), list(own), min_gain)
         return {"region": region["node"], "backend": region["backend"],
-                "members": region["members"],
-                "timings_ms": {"native": fake["native"], region["backend"]: fake[region["backend"]]}}
+                "members": region["members"], "speedup": s["estimate"], "ci95": s["ci95"],
+                "verdict": s["verdict"], "timings_ms": {"native": float(np.median(native)),
+                                                        region["backend"]: float(np.median(own))}}
     monkeypatch.setattr(auto, "_time_candidate", timed)
-    exe = y.simple_bind(gx.cpu(), grad_req="null", backend="auto:candidates=onnxrt|fused",
-                        data=(4,))
+    spec = "auto:candidates=onnxrt|fused"
+    exe = y.simple_bind(gx.cpu(), grad_req="null", backend=spec, data=(4,))
     assert [r.backend for r in exe.partition_plan.regions] == ["onnxrt"]
-    fake.update(onnxrt=1.95)   # under min_gain (5%): stays native
-    exe = y.simple_bind(gx.cpu(), grad_req="null", backend="auto:candidates=onnxrt|fused",
-                        data=(4,))
+    verdicts = {d["backend"]: d["verdict"] for d in exe.partition_plan.decisions}
+    assert verdicts == {"onnxrt": "faster", "fused": "slower"}
+    fake.update(onnxrt=1.95)   # 2.6% faster, measured precisely: under min_gain, stays native
+    exe = y.simple_bind(gx.cpu(), grad_req="null", backend=spec, data=(4,))
     assert exe.partition_plan.regions == []
     assert all(d["chosen"] == "native" for d in exe.partition_plan.decisions)
+    fake.update(onnxrt=1.0)
+    noise[1, ::2] *= 3   # as fast on average, but too noisy to be sure: stays native
+    noise[0, 1::2] *= 3
+    exe = y.simple_bind(gx.cpu(), grad_req="null", backend=spec, data=(4,))
+    assert exe.partition_plan.regions == []
+
+
+def test_auto_timing_stops_at_its_budget():
+    x = gx.sym.Variable("data")
+    h = gx.sym.tanh(gx.sym.exp(x) * 2 + 1)
+    y = gx.sym.tanh(gx.sym.FullyConnected(h, num_hidden=8, name="fc") * 3 + 1)
+    exe = y.simple_bind(gx.cpu(), grad_req="null", data=(64, 256),
+                        backend="auto:candidates=onnxrt|fused,budget=0.001")
+    decisions = exe.partition_plan.decisions
+    # the largest region is bound first, and its 6 rounds would not fit: nothing is timed
+    assert [len(d["members"]) for d in decisions] == [8, 4, 3]
+    assert decisions[0]["note"].startswith("not timed: 6 rounds would take")
+    assert [d["note"] for d in decisions[1:]] == ["not timed: the budget of 0.001 s was "
+                                                  "spent"] * 2
+    assert all(d["chosen"] == "native" for d in decisions)
+    exe = y.simple_bind(gx.cpu(), grad_req="null", data=(64, 256),
+                        backend="auto:candidates=onnxrt|fused,budget=30")
+    assert all(d.get("rounds", 0) >= 6 for d in exe.partition_plan.decisions)
 
 
 def test_auto_errors():
@@ -224,5 +293,7 @@ def test_auto_errors():
         y.simple_bind(gx.cpu(), backend="auto:repeat=0", x=(2,))
     with pytest.raises(gx.GraphexecError, match="min_gain"):
         y.simple_bind(gx.cpu(), backend="auto:min_gain=2", x=(2,))
+    with pytest.raises(gx.GraphexecError, match="budget"):
+        y.simple_bind(gx.cpu(), backend="auto:budget=0", x=(2,))
     with pytest.raises(gx.GraphexecError, match="own candidate"):
         y.simple_bind(gx.cpu(), backend="auto:candidates=auto", x=(2,))

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import gzip
+import json
 import re
 import shutil
 import time
@@ -161,7 +162,8 @@ def _stats(median: float, n: int = 12) -> dict:
             "samples": samples}
 
 
-def _row(strategy: str, plan: dict | None, forward: float, train: float | None) -> dict:
+def _row(strategy: str, plan: dict | None, forward: float, train: float | None,
+         speed: tuple = (1.0, None, "baseline")) -> dict:
     claimed: dict[str, int] = {}
     for d in (plan or {}).get("nodes", []):
         if d["backend"]:
@@ -171,7 +173,9 @@ def _row(strategy: str, plan: dict | None, forward: float, train: float | None) 
             "boundary_bytes": 802816 if claimed else 0, "bind_s": 0.12, "first_run_s": 0.3,
             "forward_ms": _stats(forward), "train_ms": _stats(train) if train else None,
             "planned_bytes": 48_000_000, "peak_rss_bytes": 310_000_000,
-            "max_abs_diff": 2.4e-6, "max_rel_diff": 1.1e-7, "fallbacks": 0, "plan": plan}
+            "max_abs_diff": 2.4e-6, "max_rel_diff": 1.1e-7, "fallbacks": 0, "plan": plan,
+            "speedup": speed[0], "ci95": speed[1], "verdict": speed[2],
+            "noisy": speed[1] is not None and speed[1][1] / speed[1][0] > 1.1}
 
 
 @pytest.fixture(scope="module")
@@ -182,8 +186,9 @@ def result(resnet18, plans):
         gx.partition(resnet18, "no_such_backend")
     except gx.GraphexecError as exc:
         error = f"{type(exc).__name__}: {exc}"
-    auto_plan = plans["onnxrt:exclude_ops=elemwise_add"]
-    auto = _row("auto", auto_plan, 21.0, None)
+    auto_plan = json.loads(json.dumps(plans["onnxrt:exclude_ops=elemwise_add"]))
+    auto_plan["regions"][0].update(status="fallback", cause="running it failed: OSError: gone")
+    auto = _row("auto", auto_plan, 21.0, None, (1.9, [1.7, 2.0], "faster"))
     rejected = plans["fused"]["regions"][0]  # a candidate 'auto' measured and left native
     auto["auto"] = {"decisions": [
         {"region": r["node"], "backend": r["backend"], "members": r["members"],
@@ -194,11 +199,15 @@ def result(resnet18, plans):
     return {"model": {"name": "resnet18_v1", "source": "zoo:resnet18_v1 <gluon>",
                       "inputs": {"data": [1, 3, 224, 224]}, "num_ops": 68,
                       "num_params": 11_699_112, "symbol_json": resnet18.tojson()},
-            "train": True, "repeat": 12, "reference": "NONE",
+            "train": True, "repeat": 12, "reference": "NONE", "baseline": "NONE",
+            "rounds": 40, "calls_per_sample": {"forward": 1, "train": 1}, "min_effect": 0.03,
+            "noisy": "the intervals of fused are wider than +-2% after 40 rounds",
             "strategies": [_row("NONE", None, 41.5, 120.0),
-                           _row("fused", plans["fused"], 39.0, 117.0),
-                           _row("onnxrt", plans["onnxrt"], 19.7, None),
-                           _row("onnxrt:exclude_ops=elemwise_add", auto_plan, 23.0, None),
+                           _row("fused", plans["fused"], 39.0, 117.0, (1.02, [0.9, 1.12], "same")),
+                           _row("onnxrt", plans["onnxrt"], 19.7, None, (2.1, [2.0, 2.2], "faster")),
+                           _row("onnxrt:exclude_ops=elemwise_add", plans[
+                               "onnxrt:exclude_ops=elemwise_add"], 43.0, None,
+                               (0.95, [0.93, 0.96], "slower")),
                            {"strategy": "no_such_backend", "error": error, "bind_s": 0.01},
                            auto]}
 
@@ -216,9 +225,20 @@ def test_report_lists_every_strategy_region_and_decision(result):
     failed = [tr for tr in rows if _cls(tr, "failed")]
     assert [tr.get("data-strategy") for tr in failed] == ["no_such_backend"]
     assert "UnknownBackendError" in "".join(failed[0].itertext())
-    best = [(tr.get("data-strategy"), td.text.split()[0]) for tr in rows for td in tr.iter("td")
-            if _cls(td, "best")]
-    assert best == [("fused", "117"), ("onnxrt", "19.7")]  # lowest train, forward medians
+    marked = [(tr.get("data-strategy"), td.text) for tr in rows for td in tr.iter("td")
+              if _cls(td, "faster") or _cls(td, "slower")]   # only significant verdicts
+    assert marked == [("onnxrt", "faster"), ("onnxrt:exclude_ops=elemwise_add", "slower"),
+                      ("auto", "faster, noisy")]
+    bars = {g.get("data-strategy"): g for g in root.iter(f"{SVG}g") if _cls(g, "speedup-row")}
+    assert list(bars) == [r["strategy"] for r in result["strategies"] if r.get("speedup")]
+    assert [g.get("data-verdict") for g in bars.values()] == [
+        "baseline", "same", "faster", "slower", "faster"]
+    assert all(len([r for r in g.iter(f"{SVG}rect") if _cls(r, "interval")]) == (k > 0)
+               for k, g in enumerate(bars.values()))   # the baseline has no interval
+    fell = [tr for tr in root.iter("tr") if _cls(tr, "fallback")]
+    assert len(fell) == 1 and "OSError: gone" in "".join(fell[0].itertext())
+    notes = "".join(t for li in root.iter("li") if li.get("data-strategy") for t in li.itertext())
+    assert "fell back to native at run time" in notes
     panels = {p.get("data-strategy"): p for p in root.iter("section") if _cls(p, "panel")}
     assert list(panels) == [r["strategy"] for r in result["strategies"]]
     for row in result["strategies"]:
@@ -236,7 +256,7 @@ def test_report_lists_every_strategy_region_and_decision(result):
     chosen = [td.text for tr in decisions for td in tr.iter("td") if _cls(td, "best")]
     assert chosen == [f"{1.5 + k:.3g}" for k in range(len(decisions) - 1)] + ["0.1"]
     figures = [f.get("data-metric") for f in root.iter("figure")]
-    assert figures == ["forward_ms", "train_ms"]
+    assert figures == ["speedup", "forward_ms", "train_ms"]
     text = "".join(root.itertext())
     assert "zoo:resnet18_v1 <gluon>" in text and "11,699,112" in text
     assert "Interrupted" not in text

@@ -69,15 +69,14 @@ def test_same_gradient_entry_for_two_arguments_gets_copies():
 def test_backward_errors():
     a, b = gx.sym.Variable("a"), gx.sym.Variable("b")
     exe = (a * b).simple_bind(gx.cpu(), a=(2,), b=(2,))
-    with pytest.raises(gx.BackwardError, match="forward\\(is_train=True\\) first"):
+    with pytest.raises(gx.BackwardError, match="no forward ran yet"):
         exe.backward(np.ones(2, "f4"))
     exe.forward(is_train=True)
     with pytest.raises(gx.HeadGradientError, match="head_gradient is required"):
         exe.backward()
     with pytest.raises(ValueError, match=r"out_grads\[0\].*has shape \(3,\)"):
         exe.backward(np.ones(3, "f4"))
-    with pytest.raises(ValueError, match="2 out_grads for 1 outputs"):
-        exe.backward([np.ones(2, "f4")] * 2)
+    exe.backward([np.ones(2, "f4"), np.ones(5, "f4")])   # MXNet ignores extra out_grads
     with pytest.raises(TypeError, match="must be an array"):
         exe.backward([[1, 2]])
     exe.backward({exe.symbol.list_outputs()[0]: np.ones(2, "f4")})

@@ -113,8 +113,11 @@ def test_bad_calls_are_clear_errors():
         gx.nd.nosuchop
     with pytest.raises(TypeError, match="FullyConnected: input 'weight' is missing"):
         gx.nd.FullyConnected(gx.nd.ones((2, 2)), num_hidden=3)
-    with pytest.raises(TypeError, match="positional argument 1 must be an NDArray"):
+    with pytest.raises(TypeError, match="takes 1 inputs and 0 attributes"):
         gx.nd.relu(gx.nd.ones(2), 3)
+    # attributes positionally after the inputs, as MXNet's generated functions take them
+    assert gx.nd.tile(gx.nd.ones((2, 2)), (1, 2)).shape == (2, 4)
+    assert gx.nd.clip(gx.nd.array([0, 5]), 1, 3).tolist() == [1, 3]
     with pytest.raises(gx.GraphexecError, match="FullyConnected"):
         gx.nd.FullyConnected(gx.nd.ones((2, 2)), gx.nd.ones((3, 5)), gx.nd.ones(3),
                              num_hidden=3)

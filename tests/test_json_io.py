@@ -109,7 +109,7 @@ def test_legacy_param_attr_keys_and_two_element_entries():
     node = {"op": "_mul_scalar", "name": "m", "param": {"scalar": "3"},
             "attr": {"lr_mult": "0.5"}, "inputs": [[0, 0]], "backward_source_id": -1}
     sym = gx.sym.load_json(doc([X, node], heads=[(1, 0)]))
-    assert sym.attr_dict()["m"] == {"scalar": "3", "__lr_mult__": "0.5"}
+    assert sym.attr_dict()["m"] == {"scalar": "3", "__lr_mult__": "0.5", "lr_mult": "0.5"}
     assert sym.list_outputs() == ["m_output"]
 
 
@@ -175,7 +175,11 @@ def test_bad_attribute_value_names_node_and_attribute():
 
 
 def test_unknown_and_missing_attributes():
-    raises(doc([X, op("relu", "r", foo="1")]), "'r'", "unknown attribute 'foo'")
+    # an operator with parameters rejects unknown ones (MXNet's param parser); one without
+    # parameters (relu) parses none and keeps them, as MXNet does
+    raises(doc([X, op("Activation", "r", act_type="relu", foo="1")]), "'r'",
+           "unknown attribute 'foo'")
+    assert gx.sym.load_json(doc([X, op("relu", "r", foo="1")])).attr("foo") == "1"
     raises(doc([X, op("clip", "c", a_max="1")]), "'c'", "required attribute 'a_min'")
 
 

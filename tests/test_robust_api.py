@@ -91,7 +91,7 @@ def test_simple_bind_arguments(kwargs, error, match, subgraph_clean):
     (lambda s: gx.sym.Variable("v", dtype="nope"), gx.ArgumentTypeError, "'v': dtype"),
     (lambda s: gx.sym.Variable("v", shape="abc"), gx.ArgumentTypeError, "'v': shape"),
     (lambda s: gx.sym.Variable(5), gx.ArgumentTypeError, "name must be a string"),
-    (lambda s: gx.sym.FullyConnected(5, num_hidden=3), gx.ArgumentTypeError, "must be Symbols"),
+    (lambda s: gx.sym.FullyConnected(5, num_hidden=3), gx.ArgumentTypeError, "must be a Symbol"),
     (lambda s: s.save(None), gx.ArgumentTypeError, "expected a file name"),
 ])
 def test_symbol_misuse(call, error, match):

@@ -56,6 +56,8 @@ def test_malformed_text(text, match):
     (lambda d: d["nodes"][1].__setitem__("inputs", [[0, 0, 0]]), "takes no inputs"),
     (lambda d: d["nodes"][3].__setitem__("op", 7), "string 'op' and 'name'"),
     (lambda d: d["nodes"][3].__setitem__("attrs", [1]), "'attrs' must be an object"),
+    (lambda d: d["nodes"][3].__setitem__("subgraphs", [{"nodes": True, "heads": []}]),
+     "needs 'nodes' \\(a list\\)"),  # the unknown-operator scan skips what it cannot read
 ])
 def test_wrong_types_in_fields(mutate, match):
     with pytest.raises(gx.JSONFormatError, match=match):

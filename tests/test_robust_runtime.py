@@ -180,3 +180,31 @@ def test_an_empty_batch_trains_through_fully_connected_and_softmax_output(mode, 
     exe.backward()
     assert (exe.grad_dict["fc_weight"] == 0).all() and (exe.grad_dict["fc_bias"] == 0).all()
     assert exe.grad_dict["data"].shape == (0, 4)
+
+
+# -- region nodes from a file: what they store about their backend --------------------------------
+def _partitioned_doc() -> dict:
+    import json
+    x = gx.sym.Variable("data")
+    net = gx.sym.cos(gx.sym.sin(x, name="s"), name="c")
+    return json.loads(gx.partition(net, "default", op_names={"sin", "cos"}).symbol.tojson())
+
+
+@pytest.mark.parametrize("key, value, match", [
+    ("__property__", "7", "__property__='7' is not the index"),
+    ("__property__", "-1", "__property__='-1' is not the index"),
+    ("__options__", "[1, 2]", "__options__ must be a JSON object"),
+    ("__options__", "{not json", "__options__ must be a JSON object"),
+    ("__options__", '{"min_size": -3}', "rejects the options stored in the node"),
+])
+def test_a_region_node_with_unusable_backend_fields_is_a_bind_error(key, value, match):
+    import json
+    doc = _partitioned_doc()
+    region = next(n for n in doc["nodes"] if n["op"] == "_subgraph_op")
+    region["attrs"][key] = value
+    sym = gx.sym.load_json(json.dumps(doc))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # no silent fallback to native
+        with pytest.raises(gx.BindError, match=match) as info:
+            sym.simple_bind(gx.cpu(), data=(2, 3)).forward()
+    assert repr(region["name"]) in str(info.value)

@@ -332,10 +332,12 @@ def test_plan_json_and_table_contents():
     assert data["backends"] == ["default"] and data["skipped"] == [] and data["fallbacks"] == 0
     assert data["regions"] == [{"id": 0, "backend": "default", "property": "default",
                                 "node": "default_subgraph0", "members": ["e", "s"],
-                                "inputs": ["x"], "outputs": ["e_output", "s_output"]},
+                                "inputs": ["x"], "outputs": ["e_output", "s_output"],
+                                "status": "claimed", "cause": None},
                                {"id": 1, "backend": "default", "property": "default",
                                 "node": "default_subgraph1", "members": ["add"],
-                                "inputs": ["s_output", "c_output"], "outputs": ["add_output"]}]
+                                "inputs": ["s_output", "c_output"], "outputs": ["add_output"],
+                                "status": "claimed", "cause": None}]
     assert [(d["node"], d["op"], d["backend"], d["region"], d["reason"]) for d in data["nodes"]] \
         == [("e", "exp", "default", 0, None), ("s", "sin", "default", 0, None),
             ("c", "cos", None, None, "unsupported"),

@@ -10,6 +10,7 @@ Subcommands are registered in :data:`SUBCOMMANDS`: each entry adds its parser to
     graphexec plot        draw a model's graph (SVG)
     graphexec backends    the registered subgraph backends and their options
     graphexec run         run an MXNet 1.x script with 'import mxnet' resolved to graphexec
+    graphexec ops [NAME]  every registered operator with its documentation
 """
 from __future__ import annotations
 
@@ -28,7 +29,8 @@ from graphexec import __version__
 from graphexec.core.ir.context import cpu
 from graphexec.core.ir.errors import GraphexecError
 from graphexec.core.symbol import model
-from graphexec.harness import launcher
+from graphexec.core.ops.registry import all_ops
+from graphexec.harness import launcher, opdoc
 
 from .compare import commands as compare_commands
 
@@ -137,7 +139,31 @@ def run_run(args: argparse.Namespace) -> int:
     return 0
 
 
+# -- graphexec ops -------------------------------------------------------------------------
+def add_ops(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("ops", help="list every registered operator, or document one",
+                       description="Without NAME: every registered operator (plugins' too) "
+                                   "with its aliases and the first line of its documentation. "
+                                   "With NAME: its documentation and arguments.")
+    p.add_argument("name", nargs="?", help="an operator name or alias")
+    p.set_defaults(run=run_ops)
+
+
+def run_ops(args: argparse.Namespace) -> int:
+    if args.name:
+        print(opdoc.describe(args.name))
+        return 0
+    ops = all_ops()
+    for name in sorted(ops, key=str.lower):
+        aliases = f" (aliases: {', '.join(ops[name].aliases)})" if ops[name].aliases else ""
+        print(f"{name}{aliases}: {opdoc.summary(name)}")
+    print(f"{len(ops)} operators, {len(opdoc.get_all_registered_operators())} names with "
+          f"aliases")
+    return 0
+
+
 #: Functions that add one subcommand each to the ``graphexec`` parser.
 SUBCOMMANDS: list[Callable[[argparse._SubParsersAction], None]] = [
     add_demo, compare_commands.add_compare, compare_commands.add_diff_plan,
-    compare_commands.add_info, compare_commands.add_plot, compare_commands.add_backends, add_run]
+    compare_commands.add_info, compare_commands.add_plot, compare_commands.add_backends, add_run,
+    add_ops]

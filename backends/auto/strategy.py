@@ -1,6 +1,7 @@
-"""The cost-aware strategy ``auto`` (registered by this package's plugin as a backend): every registered backend proposes its regions, each
-candidate region is timed (bound and run on its own, so the boundary costs are in the figure)
-against native execution of the same nodes, and each region goes to whichever is fastest.
+"""The cost-aware strategy ``auto`` (registered by this package's plugin as a backend): every
+registered backend proposes its regions, each candidate region is timed (bound and run on its
+own, so the boundary costs are in the figure) against native execution of the same nodes, and
+a region goes to its backend only when that is significantly faster.
 
 ``backend="auto"`` (or ``MXNET_SUBGRAPH_BACKEND=auto``) partitions at bind:
 
@@ -8,20 +9,28 @@ against native execution of the same nodes, and each region goes to whichever is
    ``auto`` and the op-name-set test backends, which claim nothing unless told), a dry-run
    partitioning gives its regions;
 2. each region's inner graph is bound natively and with that backend, on random inputs of
-   the inferred shapes, and timed (median of ``repeat`` runs; forward, or forward+backward in
-   a training bind);
-3. regions are taken greedily by time saved, largest first, when they save at least
-   ``min_gain`` of the native time and do not overlap a region already taken;
+   the inferred shapes, and the two are timed in turn (forward, or forward+backward in a
+   training bind; :func:`graphexec.core.runtime.timing.interleave`) for at least 6 and at
+   most ``repeat`` rounds, until the speed-up's 95% interval decides; the largest regions
+   are timed first, and the timing (binding the candidates included) stops after ``budget``
+   seconds: a candidate whose fewest rounds would not fit in what is left, and those not
+   reached, stay native and say so in their ``note``;
+3. regions are taken greedily by time saved, largest first, when the backend is
+   significantly faster (the interval excludes 1 and the speed-up is at least ``1 +
+   min_gain``: see :func:`~graphexec.core.runtime.timing.verdict`) and they do not overlap a
+   region already taken;
 4. the graph is partitioned by those backends in turn, each restricted to the nodes it won.
 
-The decisions and their timings are in ``exe.partition_plan.decisions``. With ``profile=PATH``
-they are saved to that JSON file, and reused from it when it describes the same candidate
-regions (same nodes, shapes and dtypes), so the timing happens once.
+The decisions (per region: median ms of each side, ``speedup``, ``ci95``, ``verdict``,
+``chosen``) are in ``exe.partition_plan.decisions``. With ``profile=PATH`` they are saved to
+that JSON file, and reused from it when it describes the same candidate regions (same nodes,
+shapes and dtypes), so the timing happens once and the choice is the same every time.
 """
 from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import statistics
 import time
@@ -30,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from graphexec.core.ir.errors import GraphexecError
+from graphexec.core.runtime.timing import interleave, speedup
 from graphexec.core.subgraph.api import (PartitionRequest, SubgraphBackend, SubgraphProperty,
                                          SubgraphSelector, list_backends)
 from graphexec.core.subgraph.plan import PartitionPlan
@@ -49,7 +59,8 @@ class AutoProperty(SubgraphProperty):
     """Holds the options of ``auto`` (its partitioning is done by :func:`apply_auto`)."""
 
     name = AUTO
-    default_attrs = {"candidates": None, "repeat": 10, "min_gain": 0.05, "profile": None}
+    default_attrs = {"candidates": None, "repeat": 30, "min_gain": 0.05, "budget": 5.0,
+                     "profile": None}
 
     def set_options(self, **options: Any) -> None:
         super().set_options(**options)
@@ -61,6 +72,9 @@ class AutoProperty(SubgraphProperty):
         if not isinstance(a["min_gain"], (int, float)) or not 0 <= a["min_gain"] < 1:
             raise GraphexecError(f"auto option min_gain={a['min_gain']!r}: expected a fraction "
                                  f"in [0, 1)")
+        if not isinstance(a["budget"], (int, float)) or isinstance(a["budget"], bool) \
+                or not a["budget"] > 0:
+            raise GraphexecError(f"auto option budget={a['budget']!r}: expected seconds > 0")
 
     def create_selector(self) -> SubgraphSelector:
         raise GraphexecError("the auto strategy partitions through apply_auto, not a selector")
@@ -74,7 +88,7 @@ class AutoBackend(SubgraphBackend):
 
     def __init__(self):
         super().__init__(AUTO, [AutoProperty()],
-                         options=("candidates", "repeat", "min_gain", "profile"))
+                         options=("candidates", "repeat", "min_gain", "budget", "profile"))
 
     def partition_graph(self, request: PartitionRequest) -> tuple[Any, PartitionPlan]:
         return apply_auto(request.symbol, request.ctx, request.need_grad, request.options,
@@ -104,8 +118,8 @@ def apply_auto(sym, ctx, need_grad: bool, options: dict, input_shapes: dict,
     decisions = _load_profile(opts["profile"], regions)
     measured = decisions is None
     if measured:
-        decisions = [_time_candidate(r, ctx, need_grad, opts["repeat"]) for r in regions]
-    chosen = _choose(regions, decisions, opts["min_gain"])
+        decisions = _time_candidates(regions, ctx, need_grad, opts)
+    chosen = _choose(regions, decisions)
     won: dict[str, set[str]] = {}
     for r, d in zip(regions, decisions):
         d["chosen"] = r["backend"] if id(r) in chosen else "native"
@@ -143,9 +157,41 @@ def _candidate_regions(sym, name, ctx, need_grad, shapes, dtypes, partition) -> 
     return out
 
 
-def _time_candidate(region: dict, ctx, need_grad: bool, repeat: int) -> dict:
-    """Median ms of the region run natively and by its backend (each bound on its own), the
-    two timed in alternation so that drift in the machine's speed hits both alike."""
+#: rounds a candidate is timed at least (fewer give no 95% interval), the time one sample
+#: aims at (a small region is called several times per sample)
+_MIN_ROUNDS, _SAMPLE_S = 6, 0.002
+
+
+def _time_candidates(regions: list[dict], ctx, need_grad: bool, opts: dict) -> list[dict]:
+    """The decision of every candidate: the largest regions are timed first, each within
+    its share of what is left of the ``budget``; those not reached stay untimed."""
+    decisions: list[dict | None] = [None] * len(regions)
+    order = sorted(range(len(regions)), key=lambda i: -len(regions[i]["members"]))
+    start = time.perf_counter()
+    for k, i in enumerate(order):
+        left = opts["budget"] - (time.perf_counter() - start)
+        if left <= 0:
+            decisions[i] = _untimed(regions[i], f"not timed: the budget of {opts['budget']} s "
+                                                f"was spent")
+            continue
+        decisions[i] = _time_candidate(regions[i], ctx, need_grad, opts["repeat"], left,
+                                       left / (len(order) - k), opts["min_gain"])
+    return decisions
+
+
+def _untimed(region: dict, why: str) -> dict:
+    return {"region": region["node"], "backend": region["backend"],
+            "members": region["members"], "timings_ms": {}, "speedup": None, "ci95": None,
+            "verdict": "same", "note": why}
+
+
+def _time_candidate(region: dict, ctx, need_grad: bool, repeat: int, left_s: float,
+                    share_s: float, min_gain: float) -> dict:
+    """The region run natively and by its backend (each bound on its own), timed in turn
+    until the 95% interval of the backend's speed-up decides (or ``repeat`` rounds, or its
+    ``share_s`` of the budget): median ms of each, ``speedup``, ``ci95``, ``verdict``. Not
+    timed when the fewest rounds would take longer than the ``left_s`` seconds of the budget
+    (bound and run once, the two calls tell)."""
     runs: dict[str, Any] = {}
     for label, backend in (("native", "NONE"), (region["backend"], region["backend"])):
         try:
@@ -153,16 +199,33 @@ def _time_candidate(region: dict, ctx, need_grad: bool, repeat: int) -> dict:
         except Exception as exc:  # noqa: BLE001 - a backend that fails loses the region
             log.warning("auto: timing region %s with %s failed: %s: %s", region["node"],
                         backend, type(exc).__name__, exc)
-    samples: dict[str, list[float]] = {label: [] for label in runs}
-    for _ in range(repeat):
-        for label, run in runs.items():
-            t0 = time.perf_counter()
-            run()
-            samples[label].append(time.perf_counter() - t0)
-    timings = {label: (statistics.median(samples[label]) * 1e3 if label in runs
-                       else float("inf")) for label in ("native", region["backend"])}
-    return {"region": region["node"], "backend": region["backend"],
-            "members": region["members"], "timings_ms": timings}
+            return _untimed(region, f"{backend} failed: {type(exc).__name__}: {exc}")
+    own = region["backend"]
+    single = {k: _seconds(run, 1) for k, run in runs.items()}
+    if _MIN_ROUNDS * sum(single.values()) > left_s:
+        return _untimed(region, f"not timed: {_MIN_ROUNDS} rounds would take "
+                                f"{_MIN_ROUNDS * sum(single.values()):.1f} s, more than the "
+                                f"{left_s:.1f} s left of the budget")
+    number = max(1, min(1000, math.ceil(_SAMPLE_S / max(single["native"], 1e-7))))
+
+    def decided(samples: dict) -> bool:
+        ci = speedup(samples["native"], samples[own], min_gain)["ci95"]
+        return ci is not None and (ci[1] < 1 + min_gain or ci[0] > 1)
+    timers = {k: (lambda run=run: _seconds(run, number)) for k, run in runs.items()}
+    samples, _ = interleave(timers, min_rounds=min(_MIN_ROUNDS, repeat), max_rounds=repeat,
+                            budget_s=share_s, done=decided, check_every=2)
+    s = speedup(samples["native"], samples[own], min_gain)
+    return {"region": region["node"], "backend": own, "members": region["members"],
+            "timings_ms": {k: statistics.median(v) * 1e3 for k, v in samples.items()},
+            "speedup": s["estimate"], "ci95": s["ci95"], "verdict": s["verdict"],
+            "rounds": s["pairs"]}
+
+
+def _seconds(run, number: int) -> float:
+    t0 = time.perf_counter()
+    for _ in range(number):
+        run()
+    return (time.perf_counter() - t0) / number
 
 
 def _bound_run(region: dict, backend: str, ctx, need_grad: bool):
@@ -202,15 +265,15 @@ def _random_like(rng, arr, name: str):
     return rng.uniform(-1, 1, arr.shape).astype(arr.dtype)
 
 
-def _choose(regions: list[dict], decisions: list[dict], min_gain: float) -> set[int]:
-    """ids of the regions taken: largest time saved first, no overlap, gain >= min_gain."""
+def _choose(regions: list[dict], decisions: list[dict]) -> set[int]:
+    """ids of the regions taken: significantly faster by their backend (verdict ``faster``,
+    see :func:`~graphexec.core.runtime.timing.verdict`), largest time saved first, no
+    overlap."""
     order = sorted(range(len(regions)), key=lambda i: _saved(decisions[i]), reverse=True)
     taken_nodes: set[str] = set()
     chosen: set[int] = set()
     for i in order:
-        t = decisions[i]["timings_ms"]
-        native, own = t["native"], t[decisions[i]["backend"]]
-        if not np.isfinite(native) or not np.isfinite(own) or own > native * (1 - min_gain):
+        if decisions[i].get("verdict") != "faster":
             continue
         members = set(regions[i]["members"])
         if members & taken_nodes:
@@ -222,13 +285,20 @@ def _choose(regions: list[dict], decisions: list[dict], min_gain: float) -> set[
 
 def _saved(decision: dict) -> float:
     t = decision["timings_ms"]
+    if "native" not in t or decision["backend"] not in t:
+        return float("-inf")
     saved = t["native"] - t[decision["backend"]]
     return saved if np.isfinite(saved) else float("-inf")
 
 
+#: the version of the profile's decisions (2: with the speed-up's interval and verdict)
+_PROFILE_VERSION = 2
+
+
 def _signature(regions: list[dict]) -> list:
-    return [[r["backend"], sorted(r["members"]), [list(s) for s in r["shapes"]], r["dtypes"]]
-            for r in regions]
+    return [_PROFILE_VERSION] + [
+        [r["backend"], sorted(r["members"]), [list(s) for s in r["shapes"]], r["dtypes"]]
+        for r in regions]
 
 
 def _load_profile(path: str | None, regions: list[dict]) -> list[dict] | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from graphexec.core.hookspecs import hookimpl
 
 from .kernels import INPLACE, load_all
-from .subgraph import make_backend
+from .subgraph import make_backend, make_backend_v2
 
 __all__ = ["graphexec_register_kernels", "graphexec_register_subgraph_backends"]
 
@@ -19,5 +19,6 @@ def graphexec_register_kernels(registry) -> None:
 
 @hookimpl
 def graphexec_register_subgraph_backends(register) -> None:
-    """The ``default`` subgraph backend."""
+    """The ``default`` and ``default_v2`` subgraph backends (MXNet's test backends)."""
     register("default", make_backend)
+    register("default_v2", make_backend_v2)

@@ -15,10 +15,12 @@ backward reads, so the fused side counts the results the region stores, not only
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 
-__all__ = ["estimate", "profitable", "runs_parallel", "NS_PER_BYTE", "FUSED_NS", "PARALLEL_NS"]
+__all__ = ["estimate", "profitable", "runs_parallel", "threads_for", "machine_busy",
+           "NS_PER_BYTE", "FUSED_NS", "PARALLEL_NS", "BUSY_LOAD"]
 
 #: memory traffic, ns per byte (about 10 GB/s for one core streaming)
 NS_PER_BYTE = 0.1
@@ -36,10 +38,35 @@ NUMPY_F16_NS = 5.0
 PARALLEL_NS = 50_000.0
 
 
+#: the machine counts as busy when its 1-minute load average reaches this many times its
+#: cores (this process's own threads count too: BLAS alone brings it to about 1)
+BUSY_LOAD = 1.5
+
+
 def runs_parallel(size: int, ns_per_element: float, threads: int) -> bool:
     """Whether a kernel over ``size`` elements costing ``ns_per_element`` on one thread
     runs its multi-threaded variant."""
     return threads > 1 and size * ns_per_element >= PARALLEL_NS
+
+
+def threads_for(size: int, ns_per_element: float, threads: int, busy: bool = False) -> int:
+    """Threads a kernel over ``size`` elements costing ``ns_per_element`` on one thread
+    uses: one per PARALLEL_NS of estimated work, at most ``threads``; one on a ``busy``
+    machine. A thread costs a wake-up (microseconds when its core is free, a scheduler
+    time slice when other processes hold the cores: on a loaded 2-core machine small
+    multi-threaded kernels then ran many times slower than serial ones)."""
+    if busy or threads <= 1:
+        return 1
+    return max(1, min(threads, int(size * ns_per_element // PARALLEL_NS)))
+
+
+def machine_busy() -> bool:
+    """Whether the machine's 1-minute load average is at least BUSY_LOAD per core (False
+    where the system does not tell)."""
+    try:
+        return os.getloadavg()[0] >= BUSY_LOAD * (os.cpu_count() or 1)
+    except OSError:
+        return False
 
 
 def estimate(nodes: list, size: int, dtype: np.dtype, cost_class, threads: int,
@@ -62,8 +89,7 @@ def estimate(nodes: list, size: int, dtype: np.dtype, cost_class, threads: int,
                   for n in nodes)
     per_element = ((len(outside) + max(outputs, 1)) * item * NS_PER_BYTE
                    + sum(FUSED_NS[(cost_class(n), t)] for n in nodes))
-    if runs_parallel(size, per_element, threads):
-        per_element /= threads
+    per_element /= threads_for(size, per_element, threads)
     return REGION_CALL_NS + size * per_element, unfused
 
 

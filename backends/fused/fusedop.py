@@ -124,6 +124,8 @@ def fused_op_kernel(call: KernelCall) -> Callable[[], None]:
                       f"kernels instead: creating its kernel failed: {type(exc).__name__}: {exc}",
                       RuntimeWarning, stacklevel=2)
         call.state["fallbacks"] = call.state.get("fallbacks", 0) + 1
+        call.state["fallback_cause"] = (f"creating its kernel failed: {type(exc).__name__}: "
+                                        f"{exc}")
         return _native(p, region)
 
 

@@ -219,7 +219,27 @@ def _build() -> dict[str, Lowering]:
     # x / sqrt(last dim) as the native kernel computes it: times the dtype's 1 / sqrt(d)
     table["_contrib_div_sqrt_dim"] = Lowering(
         lambda e, p, x: f"({x} * {e.k(1 / math.sqrt(e.in_shapes[0][-1]))})")
+    table.update(_MISC)
     return table
+
+
+def _smooth_l1(e, p, x: str) -> str:
+    """0.5 (sigma x)^2 where |x| < 1 / sigma^2, else |x| - 0.5 / sigma^2 (the native order)."""
+    s2 = p.scalar ** 2
+    a = e.let(f"abs({x})")
+    return (f"sel({a} < {e.k(1 / s2)}, (({e.k(0.5 * s2)} * {x}) * {x}), "
+            f"({a} - {e.k(0.5 / s2)}))")
+
+
+#: core/ops/misc.py and contrib.py's pointwise operators
+_MISC = {
+    "smooth_l1": Lowering(_smooth_l1),
+    "_contrib_quadratic": Lowering(
+        lambda e, p, x: f"((({e.k(p.a)} * {x}) + {e.k(p.b)}) * {x} + {e.k(p.c)})"),
+    "_contrib_gradientmultiplier": Lowering(lambda e, p, x: x),
+    "_contrib_round_ste": UNARY["round"],
+    "_contrib_sign_ste": UNARY["sign"],
+}
 
 
 #: forward operator name -> lowering

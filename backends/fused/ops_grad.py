@@ -161,6 +161,12 @@ def _leaky(e, p, og, x, y):
     return f"({og} * sel({x} > {e.zero}, {positive}, {negative}))"
 
 
+def _smooth_l1(e, p, og: str, x: str) -> str:
+    s2 = p.scalar ** 2
+    return (f"({og} * sel(abs({x}) < {e.k(1 / s2)}, ({e.k(s2)} * {x}), "
+            f"{sign(e, x)}))")
+
+
 def _build() -> dict[str, Lowering]:
     table: dict[str, Lowering] = {}
     for name, (fn, cost) in _UNARY.items():
@@ -169,6 +175,8 @@ def _build() -> dict[str, Lowering]:
     table["_backward_clip"] = Lowering(_clip)
     table["_backward_hard_sigmoid"] = Lowering(_hard_sigmoid)
     table["_backward_Cast"] = Lowering(lambda e, p, og: _cast_to(e, og))
+    # fused regions are floating point only: modulo's gradient passes through there
+    table["_backward_mod_scalar"] = Lowering(lambda e, p, og: og)
     for name, (fn, cost) in _SCALAR.items():
         table[f"_backward{name}"] = Lowering(fn, cost)
     for name in (*BINARY, *BROADCAST):
@@ -185,6 +193,11 @@ def _build() -> dict[str, Lowering]:
     table["_backward_LeakyReLU"] = Lowering(
         _leaky, lambda p: "poly" if p.act_type == "gelu" else "cheap", leaky_supports)
     table["_grad_add"] = Lowering(lambda e, p, a, b: f"({a} + {b})")
+    table["_backward_smooth_l1"] = Lowering(_smooth_l1)
+    table["_contrib_backward_quadratic"] = Lowering(
+        lambda e, p, og, x: f"({og} * (({e.k(2 * p.a)} * {x}) + {e.k(p.b)}))")
+    table["_contrib_backward_gradientmultiplier"] = Lowering(
+        lambda e, p, og: f"({og} * {e.k(p.scalar)})")
     table["_identity_with_attr_like_rhs"] = Lowering(lambda e, p, a, b: a)
     return table
 

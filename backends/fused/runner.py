@@ -3,9 +3,10 @@ arrays (numba; from its disk cache when an earlier process compiled the same ker
 call it on views of the executor's own buffers.
 
 The region's ``state`` (``RegionCall.state``) receives ``source`` (the generated module),
-``kernel`` (its hash), ``parallel`` (whether the multi-threaded variant runs) and
-``compile_s`` (seconds spent compiling or loading it); MXNET_SUBGRAPH_VERBOSE=2 logs the
-source when the runner is created.
+``kernel`` (its hash), ``parallel`` (whether the multi-threaded variant runs), ``threads`` (how
+many threads it uses: by the region's size, one on a busy machine, see
+:func:`~.cost.threads_for`) and ``compile_s`` (seconds spent compiling or loading it);
+MXNET_SUBGRAPH_VERBOSE=2 logs the source when the runner is created.
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from graphexec.core.subgraph.select import verbosity
 
 from .cache import compile_cached, load_module
 from .codegen import Kernel, Operand, generate
-from .cost import runs_parallel
+from .cost import machine_busy, threads_for
 
 __all__ = ["fused_runner", "kernel_runner"]
 
@@ -44,8 +45,9 @@ def kernel_runner(kernel: Kernel, region: RegionCall,
     import numba
     t0 = time.perf_counter()
     module = load_module(kernel.source)
-    parallel = allow_parallel and runs_parallel(math.prod(kernel.domain), kernel.ns_per_element,
-                                                numba.get_num_threads())
+    threads = threads_for(math.prod(kernel.domain), kernel.ns_per_element,
+                          numba.get_num_threads(), machine_busy()) if allow_parallel else 1
+    parallel = threads > 1
     fn = module.kernel if parallel else module.kernel_serial
     before: list[Callable[[], None]] = []
     after: list[Callable[[], None]] = []
@@ -57,11 +59,13 @@ def kernel_runner(kernel: Kernel, region: RegionCall,
     args = tuple(sizes + views)
     compile_cached(fn, tuple(numba.typeof(a) for a in args), module)
     region.state.update(source=kernel.source, kernel=kernel.key, parallel=parallel,
-                        compile_s=time.perf_counter() - t0)
+                        threads=threads, compile_s=time.perf_counter() - t0)
     if verbosity() > 1:
         log.info("fused region %s: kernel %s (%s, domain %s)\n%s", region.node_name, kernel.key,
                  "parallel" if parallel else "serial", kernel.domain, kernel.source)
     after += _finishers(kernel, region, scratch)
+    if parallel and threads < numba.get_num_threads():
+        fn = _with_threads(fn, threads)
     if not before and not after:
         return partial(fn, *args)
 
@@ -71,6 +75,21 @@ def kernel_runner(kernel: Kernel, region: RegionCall,
         fn(*args)
         for step in after:
             step()
+    return run
+
+
+def _with_threads(fn: Callable, threads: int) -> Callable:
+    """``fn`` run on ``threads`` of numba's threads (the setting is the calling thread's own;
+    the previous one is put back)."""
+    import numba
+
+    def run(*args) -> None:
+        before = numba.get_num_threads()
+        numba.set_num_threads(threads)
+        try:
+            fn(*args)
+        finally:
+            numba.set_num_threads(before)
     return run
 
 

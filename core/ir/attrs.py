@@ -10,7 +10,8 @@ import numpy as np
 from .errors import AttributeParseError
 
 __all__ = ["Field", "Int", "Float", "Bool", "Str", "Enum", "Shape", "OptInt", "OptFloat",
-           "OptShape", "DType", "FloatTuple", "Schema", "Params", "to_attr_string"]
+           "OptShape", "DType", "FloatTuple", "Schema", "Params", "to_attr_string",
+           "HIDDEN_KEYS", "HIDDEN_STORED", "hidden_key"]
 
 _REQUIRED = object()
 
@@ -20,12 +21,48 @@ class Params(SimpleNamespace):
 
 
 def to_attr_string(value: Any) -> str:
-    """MXNet's string form of a Python attribute value (what ``tojson`` writes)."""
+    """MXNet's string form of a Python attribute value (what ``tojson`` writes): ``str`` as
+    MXNet's Python layer applies it, with numpy scalars written as plain numbers also inside
+    tuples and lists (``(np.int64(1), 2)`` is ``'(1, 2)'``, as under numpy 1.x)."""
     if isinstance(value, str):
         return value
     if isinstance(value, (np.dtype, type)):
         return np.dtype(value).name
+    if isinstance(value, (tuple, list)):
+        items = ", ".join(_elem_repr(v) for v in value)
+        if isinstance(value, list):
+            return f"[{items}]"
+        return f"({items},)" if len(value) == 1 else f"({items})"
     return str(value)
+
+
+def _elem_repr(value: Any) -> str:
+    if isinstance(value, np.generic):
+        return str(value.item()) if isinstance(value, np.integer) else str(value)
+    if isinstance(value, (tuple, list)):
+        return to_attr_string(value)
+    return repr(value)
+
+
+#: MXNet's hidden attribute keys: given as ``lr_mult`` they are stored as ``__lr_mult__``.
+HIDDEN_KEYS = ("ctx_group", "lr_mult", "wd_mult", "force_mirroring", "mirror_stage")
+HIDDEN_STORED = tuple(f"__{k}__" for k in HIDDEN_KEYS)
+
+
+def hidden_key(key: str, value: Any, where: str, creating_op: bool = False) -> str:
+    """The key MXNet 1.9.1 stores an attribute under: a hidden key (``lr_mult``, ...) gets
+    double underscores; a key ending with one (``weight_lr_mult``) is MXNet's deprecated
+    form and an error. An operator's creation also hides keys that merely start with one."""
+    for k in HIDDEN_KEYS:
+        pos = key.rfind(k)
+        if pos == 0 and (creating_op or len(key) == len(k)):
+            return f"__{key}__"
+        if pos > 0 and pos + len(k) == len(key) and not key.endswith("__"):
+            raise AttributeParseError(
+                f"{where}: setting variable attributes with {key}={value} is deprecated (as in "
+                f"MXNet); instead use w = Variable(..., {k}={value}) and pass w as the "
+                f"{key[:pos - 1]!r} input")
+    return key
 
 
 class Field:
@@ -220,6 +257,8 @@ class Schema:
             if name.startswith("__") and name.endswith("__"):
                 continue
             field = self.fields.get(name)
+            if field is None and not self.fields:
+                continue  # MXNet parses no attributes for an op without parameters
             if field is None:
                 raise AttributeParseError(
                     f"{_where(op_name, node_name)}: unknown attribute {name!r}; "

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import numbers
+import threading
 
 from .errors import AllocationError, ContextError
 
@@ -33,8 +34,11 @@ class Context:
     multi-context graphs can be built and tested without a GPU.
     """
 
-    __slots__ = ("device_type", "device_id")
+    __slots__ = ("device_type", "device_id", "_old_ctx")
     _default: "Context"
+    # MXNet's ``Context._default_ctx``: per thread, ``.value`` is the context a ``with``
+    # block made current (``current_context()`` reads it; cpu(0) where none was set).
+    _default_ctx = threading.local()
 
     def __init__(self, device_type: str = "cpu", device_id: int = 0):
         if isinstance(device_type, Context):
@@ -47,6 +51,16 @@ class Context:
             raise ContextError(f"device id {device_id!r:.60}: expected an integer >= 0")
         self.device_type = device_type
         self.device_id = int(device_id)
+        self._old_ctx = None
+
+    def __enter__(self) -> "Context":
+        """``with gx.cpu(1): ...`` makes this the current context inside the block."""
+        self._old_ctx = getattr(Context._default_ctx, "value", None)
+        Context._default_ctx.value = self
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        Context._default_ctx.value = self._old_ctx
 
     def __eq__(self, other: object) -> bool:
         return (isinstance(other, Context) and self.device_type == other.device_type
@@ -106,5 +120,7 @@ def gpu(device_id: int = 0) -> Context:
 
 
 def current_context() -> Context:
-    """The default context, ``cpu(0)``."""
-    return cpu(0)
+    """The context of the innermost ``with <context>:`` block of this thread, else
+    ``cpu(0)``."""
+    ctx = getattr(Context._default_ctx, "value", None)
+    return ctx if ctx is not None else cpu(0)

@@ -9,7 +9,7 @@ __all__ = [
     "DuplicateNameError", "PassError", "PluginError", "UnknownBackendError", "KernelNotFoundError",
     "ContextError", "KernelError", "BackwardError", "HeadGradientError", "PlacementError",
     "AllocationError", "ConcurrentUseError", "ArgumentTypeError", "ArgumentValueError",
-    "OutputIndexError",
+    "OutputIndexError", "NotImplementedForSymbol",
 ]
 
 
@@ -43,6 +43,10 @@ class AttributeParseError(GraphexecError, ValueError):
 
 class UnknownOpError(GraphexecError, ValueError):
     """No operator of that name is registered."""
+
+
+class NotImplementedForSymbol(GraphexecError, NotImplementedError):
+    """An operation a Symbol does not support (MXNet's name: ``bool(sym)``, ...)."""
 
 
 class JSONFormatError(GraphexecError, ValueError):

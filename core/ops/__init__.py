@@ -13,7 +13,9 @@ __all__ = ["OpDef", "all_ops", "find_op", "get_op", "register_op", "FAMILIES"]
 FAMILIES = ("elemwise", "elemwise_grad", "nn", "conv", "nn_grad", "tensor", "tensor_grad", "slicing", "matrix", "reduce", "indexing",
             "loss", "init", "device", "rnn", "sequence", "attention", "ranges", "sorting",
             "detection", "detection_multibox", "detection_roi", "resample", "legacy", "norm",
-            "geometry", "deformable", "dynamic")
+            "geometry", "deformable", "dynamic",
+            "linalg", "linalg_factor", "random", "pdf",
+            "misc", "loss_extra", "contrib", "custom")
 
 
 @hookimpl

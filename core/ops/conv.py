@@ -107,12 +107,28 @@ def _conv_out(x: int, axis: int, geo: Geometry) -> int:
     return (x + 2 * pad - dk) // s + 1
 
 
+def _conv_back(p, geo: Geometry, ins, outs) -> None:
+    """MXNet's incomplete inference from a known output: the batch size always, a spatial
+    size where the stride is 1."""
+    out = outs[0]
+    if out is None or ins[0] is None or len(out) != len(geo.kernel) + 2:
+        return
+    o_n, _, *o_sp = to_channel_first(out, geo.last)
+    d_n, d_c, *d_sp = to_channel_first(ins[0], geo.last)
+    sp = [x if x >= 0 or o < 0 or geo.stride[i] != 1 else
+          o + geo.dilate[i] * (geo.kernel[i] - 1) - 2 * geo.pad[i]
+          for i, (x, o) in enumerate(zip(d_sp, o_sp))]
+    assign(ins, 0, from_channel_first((d_n if d_n >= 0 else o_n, d_c, *sp), geo.last))
+
+
 def _conv_shape(p, ins, outs):
     geo = conv_geometry(p)
     data = ins[0]
     if data is None:
         return
-    n, c, *sp = _data_nc(data, geo, _CONV_DATA, "Convolution")
+    _data_nc(data, geo, _CONV_DATA, "Convolution")
+    _conv_back(p, geo, ins, outs)
+    n, c, *sp = _data_nc(ins[0], geo, _CONV_DATA, "Convolution")
     cg = _check_groups(c, p)
     assign(ins, 1, from_channel_first((p.num_filter, cg, *geo.kernel), geo.last))
     if not p.no_bias:

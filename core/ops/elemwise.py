@@ -24,8 +24,11 @@ BINARY = {
     "_maximum": ("_Maximum",),
     "_minimum": ("_Minimum",),
     "_hypot": ("_Hypot",),
-    "_equal": (), "_not_equal": (), "_greater": (), "_greater_equal": (), "_lesser": (),
-    "_lesser_equal": (), "_logical_and": (), "_logical_or": (), "_logical_xor": (),
+    # MXNet 1.9.1's legacy CamelCase aliases of the comparisons
+    "_equal": ("_Equal",), "_not_equal": ("_Not_Equal",), "_greater": ("_Greater",),
+    "_greater_equal": ("_Greater_Equal",), "_lesser": ("_Lesser",),
+    "_lesser_equal": ("_Lesser_Equal",), "_logical_and": ("_Logical_And",),
+    "_logical_or": ("_Logical_Or",), "_logical_xor": ("_Logical_Xor",),
 }
 
 SCALAR = {
@@ -38,8 +41,8 @@ SCALAR = {
     "_hypot_scalar": ("_HypotScalar",), "_equal_scalar": ("_EqualScalar",),
     "_not_equal_scalar": ("_NotEqualScalar",), "_greater_scalar": ("_GreaterScalar",),
     "_greater_equal_scalar": ("_GreaterEqualScalar",), "_lesser_scalar": ("_LesserScalar",),
-    "_lesser_equal_scalar": ("_LesserEqualScalar",), "_logical_and_scalar": (),
-    "_logical_or_scalar": (), "_logical_xor_scalar": (),
+    "_lesser_equal_scalar": ("_LesserEqualScalar",), "_logical_and_scalar": ("_LogicalAndScalar",),
+    "_logical_or_scalar": ("_LogicalOrScalar",), "_logical_xor_scalar": ("_LogicalXorScalar",),
 }
 
 BROADCAST = {

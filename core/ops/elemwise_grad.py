@@ -52,8 +52,10 @@ def _negate(g, node, ograds):
 
 def _scalar(g, node, ograds):
     name = node.op.name
-    if name in ("_plus_scalar", "_minus_scalar", "_mod_scalar"):
+    if name in ("_plus_scalar", "_minus_scalar"):
         return [ograds[0]]
+    if name == "_mod_scalar":   # MXNet's node: the gradient is zero on integer dtypes
+        return [Entry(g.backward_node(node, "_backward_mod_scalar", [ograds[0]]), 0)]
     if name == "_rminus_scalar":
         return _negate(g, node, ograds)
     if name in SCALAR_OGRAD_ONLY:
@@ -110,8 +112,9 @@ def _declare() -> None:
         if base in _COMPARE or base.startswith("logical"):
             get_op(name).gradient = _zero
             continue
-        if name not in ("_plus_scalar", "_minus_scalar", "_mod_scalar", "_rminus_scalar"):
-            inputs = ("ograd",) if name in SCALAR_OGRAD_ONLY else ("ograd", "data")
+        if name not in ("_plus_scalar", "_minus_scalar", "_rminus_scalar"):
+            inputs = ("ograd",) if name in SCALAR_OGRAD_ONLY or name == "_mod_scalar" \
+                else ("ograd", "data")
             _backward(f"_backward{name}", inputs, 1, params=scalar_params)
         get_op(name).gradient = _scalar
     for name in (*BINARY, *BROADCAST):
@@ -139,7 +142,7 @@ def _declare() -> None:
 def _like_rhs_shape(p, ins, outs):
     """Output (and lhs) take the shape of rhs: head gradients shaped like their output."""
     same_shape(p, [ins[0]], outs)
-    if ins[1] is not None:
+    if ins[1] is not None or outs[0] is not None:   # all three alike, as MXNet's rule
         same_shape(p, ins, outs)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .common import (Bool, Enum, Float, InferError, Int, OpDef, OptInt, Shape, assign,
                      first_input_type, fmt, merge, normalize_axis, register_op, same_type)
-from .registry import get_op
+from .registry import ShapeConflict, get_op
 from .resample import upsampling_deconv_attrs
 from .tensor import axes_of
 from .tensor_grad import backward_op, forward_params, one_backward
@@ -85,16 +85,24 @@ def _split_outputs(p):
 
 
 def _split_shape(p, ins, outs):
-    s = ins[0]
     n = p.num_outputs
-    if s is None:
-        o = next((v for v in outs if v is not None), None)
-        if o is None:
-            return
+    # backward first: a known output tells the input's other dimensions (MXNet infers them)
+    o = None
+    for i, v in enumerate(outs):   # every part has one shape: the most specific known
+        if v is None or o is None:
+            o = v if o is None else o
+            continue
+        try:
+            o = merge(o, v)
+        except ValueError:
+            raise ShapeConflict("out", i, v, o) from None
+    if o is not None:
         ax = normalize_axis(p.axis, len(o) + p.squeeze_axis, "SliceChannel axis")
         whole = o[:ax] + (n,) + o[ax:] if p.squeeze_axis else \
             o[:ax] + (o[ax] * n if o[ax] >= 0 else -1,) + o[ax + 1:]
         assign(ins, 0, whole)
+    s = ins[0]
+    if s is None:
         return
     ax = normalize_axis(p.axis, len(s), "SliceChannel axis")
     d = s[ax]

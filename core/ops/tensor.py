@@ -143,6 +143,18 @@ def reshape_target(p, dshape: tuple) -> tuple:
 
 
 def _reshape_shape(p, ins, outs):
+    s, o = ins[0], outs[0]
+    # backward, as MXNet: an input with one unknown dimension takes it from a known output
+    if s is not None and o is not None and min(o, default=0) >= 0 and \
+            sum(d < 0 for d in s) == 1:
+        rest = 1
+        for d in s:
+            rest *= d if d >= 0 else 1
+        total = 1
+        for d in o:
+            total *= d
+        if rest and total % rest == 0:
+            assign(ins, 0, tuple(total // rest if d < 0 else d for d in s))
     if ins[0] is not None:
         assign(outs, 0, reshape_target(p, ins[0]), "out")
 

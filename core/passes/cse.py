@@ -5,12 +5,17 @@ the same input entries. Nodes with auxiliary (mutable) inputs, control dependenc
 subgraphs or randomness are never merged. The input graph is not modified: nodes whose inputs
 change are copied. When nothing merges, the input graph itself is returned (so a second run
 is a no-op).
+
+As MXNet 1.9.1's pass, an output entry that appears again among the graph's outputs (two
+outputs merged into one node, or a symbol grouped twice) is given a ``_copy`` node named
+``<node>_<k>_copy``, so that every output is its own array.
 """
 from __future__ import annotations
 
 import os
 
 from ..ir.graph import Entry, Graph, Node
+from ..ops.registry import get_op
 from .manager import register_pass
 
 __all__ = ["eliminate_common_expr_pass", "cse_enabled"]
@@ -47,10 +52,27 @@ def eliminate_common_expr_pass(graph: Graph) -> Graph:
                 seen[key] = current
         if current is not node:
             replaced[id(node)] = current
-    if not merged:
-        return graph
     outputs = [Entry(replaced.get(id(e.node), e.node), e.index, e.version) for e in graph.outputs]
+    outputs, copied = _unique_outputs(outputs)
+    if not merged and not copied:
+        return graph
     return Graph(outputs, dict(graph.attrs))
+
+
+def _unique_outputs(outputs: list[Entry]) -> tuple[list[Entry], bool]:
+    seen: dict[tuple, int] = {}
+    out = []
+    for e in outputs:
+        key = (id(e.node), e.index)
+        if key not in seen:
+            seen[key] = 0
+            out.append(e)
+            continue
+        copy_op = get_op("_copy")
+        name = f"{e.node.name}_{seen[key]}_copy"
+        seen[key] += 1
+        out.append(Entry(Node(copy_op, name, {}, copy_op.parse({}, name), [e]), 0))
+    return out, len(out) != len(seen) or any(seen.values())
 
 
 def _mergeable(node: Node) -> bool:

@@ -10,8 +10,9 @@ below MXNET_EXEC_INPLACE_GRAD_SUM_CAP (default 8), a chain of ``_grad_add`` at o
 Mirroring (MXNET_BACKWARD_DO_MIRROR=1, or the ``__force_mirroring__`` node attribute): the
 gradient rules of mirrored nodes read a recomputed copy (``<node>_mirror``) instead of the
 forward result, so the forward value need not stay alive until backward (the memory planner
-then frees it early). Never mirrored: Dropout; with the variable only: everything but
-Convolution, FullyConnected, Concat, SoftmaxOutput and BatchNorm (MXNet's rule).
+then frees it early). Never mirrored: Dropout and the other random operators; with the
+variable only: everything but Convolution, FullyConnected, Concat, SoftmaxOutput and
+BatchNorm (MXNet's rule).
 
 Input graph attrs: ``grad_args`` (node ids of the arguments to differentiate, in
 list_arguments order), optional ``mirror`` (bool, default from MXNET_BACKWARD_DO_MIRROR). Output: outputs = forward outputs + one gradient entry per grad arg;
@@ -120,8 +121,10 @@ _NEVER_MIRROR = frozenset(("Convolution", "FullyConnected", "Concat", "SoftmaxOu
 
 
 def need_mirror(node: Node, do_mirror: bool) -> bool:
-    """MXNet's need_mirror rule (graph_executor.cc)."""
-    if node.op is None or node.op.name == "Dropout":
+    """MXNet's need_mirror rule (graph_executor.cc). MXNet exempts Dropout; every operator
+    that draws random numbers is exempt here, as a recomputed copy would draw new ones and
+    its gradient (e.g. _sample_multinomial's) would not match the forward's draws."""
+    if node.op is None or node.op.draws_random(node.params):
         return False
     if node.attrs.get("__force_mirroring__", "False").lower() in ("true", "1"):
         return True

@@ -62,20 +62,26 @@ def _infer(ig: IndexedGraph, seeds: dict, rule_attr: str, is_known: Callable,
         if rule is not None:
             work.append((node, rule, in_ids, row_ptr[nid], row_ptr[nid + 1]))
     unknown = _count_unknown(values, is_known)
+    partial: set[int] = set()  # work items last visited with some value unknown
     while unknown:
-        for item in work:
-            _visit(item, values, error_cls, text, kind)
+        for k, item in enumerate(work):
+            _visit(item, values, error_cls, text, kind, is_known, partial, k)
         after = _count_unknown(values, is_known)
         if not after:
             unknown = 0
             break
-        for item in reversed(work):
-            _visit(item, values, error_cls, text, kind)
+        for k in range(len(work) - 1, -1, -1):
+            _visit(work[k], values, error_cls, text, kind, is_known, partial, k)
         after = _count_unknown(values, is_known)
         if after >= unknown:
             unknown = after
             break
         unknown = after
+    # A node visited before all its values were known is checked again against what was
+    # inferred elsewhere (transpose(V) + (x + V) with x (2, 3) is a conflict, as MXNet says
+    # at bind): rules both fill in and verify.
+    for k in sorted(partial):
+        _visit(work[k], values, error_cls, text, kind, is_known, None, k)
     return values, unknown
 
 
@@ -95,7 +101,7 @@ def apply_rule(node, rule: Callable, ins: list, outs: list) -> None:
     """Run one node's shape rule on concrete lists (filled in place), raising
     :class:`ShapeInferenceError` naming the node (shapes settled at run time)."""
     _visit((node, rule, None, 0, 0), None, ShapeInferenceError, _shape_text, "shape",
-           (ins, outs))
+           lists=(ins, outs))
 
 
 def _from_forward(num_own: int) -> Callable:
@@ -123,6 +129,7 @@ def _count_unknown(values: list, is_known: Callable) -> int:
 
 
 def _visit(item, values: list, error_cls: type, text: Callable, kind: str,
+           is_known: Callable | None = None, partial: set | None = None, k: int = 0,
            lists: tuple | None = None) -> None:
     node, rule, in_ids, start, stop = item
     if lists is None:
@@ -130,6 +137,11 @@ def _visit(item, values: list, error_cls: type, text: Callable, kind: str,
         outs = values[start:stop]
     else:
         ins, outs = lists
+    if partial is not None:
+        if all(map(is_known, ins)) and all(map(is_known, outs)):
+            partial.discard(k)
+        else:
+            partial.add(k)
     try:
         rule(node.params, ins, outs)
     except ShapeConflict as c:

@@ -87,7 +87,8 @@ def _gather(names: list[str], given: Any, what: str, ctxs: list[Context], allow_
 
 
 def normalize_grad_req(grad_req: Any, names: list[str]) -> dict[str, str]:
-    """grad_req given as a string, a list (one per argument) or a dict (missing -> 'null')."""
+    """grad_req given as a string, a list (one per argument) or a dict (missing -> 'null';
+    other keys ignored, as in MXNet 1.9.1)."""
     if isinstance(grad_req, str):
         reqs = {n: grad_req for n in names}
     elif isinstance(grad_req, (list, tuple)):
@@ -95,10 +96,7 @@ def normalize_grad_req(grad_req: Any, names: list[str]) -> dict[str, str]:
             raise BindError(f"grad_req list has {len(grad_req)} entries for {len(names)} "
                             f"arguments ({names})")
         reqs = dict(zip(names, grad_req))
-    elif isinstance(grad_req, Mapping):
-        unknown = [k for k in grad_req if k not in names]
-        if unknown:
-            raise BindError(f"grad_req names {unknown}, which are not arguments ({names})")
+    elif isinstance(grad_req, Mapping):   # keys naming no argument are ignored, as MXNet
         reqs = {n: grad_req.get(n, "null") for n in names}
     else:
         raise BindError(f"grad_req must be a string, list or dict, got {type(grad_req).__name__}")
@@ -196,9 +194,13 @@ def simple_bind(self: Symbol, ctx: Context, grad_req: Any = "write",
                 backend: Any = None, backend_options: dict | None = None,
                 **shapes: Any) -> Executor:
     """Infer every shape and dtype from ``shapes`` (and ``type_dict``; float32 by default),
-    allocate zero-filled arguments, gradients and auxiliary states, and bind them.
+    allocate zero-filled arguments, gradients and auxiliary states, and bind them. As in
+    MXNet 1.9.1, keywords that name no input and whose value is not a shape (``axis=1``,
+    ``mode='clip'``: an operator's attributes passed along by a test helper) are ignored.
     ``stype_dict`` (storage types) is accepted for MXNet compatibility: arrays are dense."""
     group2ctx = check_group2ctx(group2ctx)
+    inputs = set(self.list_inputs())
+    shapes = {k: v for k, v in shapes.items() if k in inputs or isinstance(v, (tuple, list))}
     if shared_buffer is not None and not isinstance(shared_buffer, dict):
         raise BindError(f"shared_buffer must be a dict, got {type(shared_buffer).__name__}")
     _check_shared(shared_exec, shared_arg_names)
@@ -252,3 +254,11 @@ def _simple_bind(sym: Symbol, ctx: Context, grad_req: Any, type_dict: Mapping[st
                     group2ctx=group2ctx, backend=backend, backend_options=backend_options)
     return Executor(sym, ctx, g, arg_arrays, grad_arrays, aux_arrays, reqs, group2ctx,
                     shared_exec, backend, backend_options)
+
+
+@symbol_method
+def eval(self: Symbol, ctx: Context | None = None, **kwargs: Any) -> list:  # noqa: A001
+    """MXNet's ``sym.eval(ctx, **inputs)``: bind the inputs given by name (no gradients), run
+    one inference forward and return the outputs (a list, one array per output)."""
+    from ..ir.context import current_context
+    return bind(self, ctx or current_context(), kwargs, grad_req="null").forward()

@@ -8,7 +8,7 @@ from ..ir.arguments import as_array, as_mapping
 from ..ir.context import Context
 from ..ir.errors import (ArgumentShapeError, ArgumentTypeError, BackwardError,
                          HeadGradientError, UnknownArgumentError)
-from ..ir.graph import Graph
+from ..ir.graph import Graph, topo_order
 from ..ir.ndarray import user_array
 from ..ir.random import generator
 from ..passes.manager import apply_passes
@@ -17,6 +17,7 @@ from ..symbol.debug_str import graph_debug_str
 from ..symbol.symbol import Symbol, check_unique_names, copy_graph
 from . import frozen, sharing
 from .guard import exclusive, new_guard
+from .kernels import KERNEL_ATTR
 from .pipeline import build_graph
 from .plan import ExecPlan
 
@@ -59,7 +60,7 @@ class Executor:
         self._set_outputs()
         self._head_grad_eids = [None if v is None else ig.entry_id(v)
                                 for v in graph.attrs.get("head_grad_nodes", [])]
-        self._last_forward_trained = self._backward_ran = False
+        self._last_forward_trained = self._backward_ran = self._forward_ran = False
         self._arg_dict = self._grad_dict = self._aux_dict = self._output_dict = None
         plugins = plugin_manager()
         self._observed = plugins.has_observers("graphexec_executor_run")
@@ -109,6 +110,7 @@ class Executor:
         if self._plan.dynamic is not None:  # outputs whose shape settled in this forward
             self._set_outputs()
         self._last_forward_trained = bool(is_train)
+        self._forward_ran = True
         self._backward_ran = False
         return self.outputs
 
@@ -121,10 +123,12 @@ class Executor:
         called repeatedly after one forward (grad_req 'add' accumulates)."""
         if not self._plan.segments["backward"]:
             return
-        if not self._last_forward_trained:
-            raise BackwardError("backward() needs the values of a forward(is_train=True) pass: "
-                                "call forward(is_train=True) first (the last forward ran with "
-                                "is_train=False or none ran yet)")
+        # As MXNet 1.9.1, backward after forward(is_train=False) differentiates the values
+        # that inference pass computed (ops with a training mode, BatchNorm and Dropout, give
+        # their inference-mode gradients); only a backward before any forward is refused.
+        if not self._forward_ran:
+            raise BackwardError("backward() needs the values of a forward pass: call "
+                                "forward(is_train=True) first (no forward ran yet)")
         if self._backward_ran and self._plan.graph.attrs["backward_clobbers_forward"]:
             self._replay_forward()
         grads = self._normalize_out_grads(out_grads)
@@ -164,8 +168,8 @@ class Executor:
         """Recompute the forward values a previous backward overwrote (the memory plan lets
         backward reuse them, as MXNet's does), drawing the same random numbers as the original
         forward so Dropout masks match; the generator then continues where it was."""
-        if not self._plan.forward_draws:
-            self._plan.run(True, "forward")
+        if not self._plan.forward_draws or not self._last_forward_trained:
+            self._plan.run(self._last_forward_trained, "forward")
             return
         gen = generator()
         current = gen.bit_generator.state
@@ -189,9 +193,8 @@ class Executor:
             grads = list(out_grads)
         else:
             grads = [out_grads]
-        if len(grads) > len(names):
-            raise ArgumentShapeError(f"backward got {len(grads)} out_grads for {len(names)} "
-                                     f"outputs ({names})")
+        # MXNet 1.9.1 reads one head gradient per output and ignores any beyond them
+        grads = grads[:len(names)]
         for i, g in enumerate(grads):
             if g is not None and not (hasattr(g, "shape") and hasattr(g, "dtype")):
                 raise ArgumentTypeError(f"out_grads[{i}] must be an array, got "
@@ -296,6 +299,7 @@ class Executor:
             states = self.region_states.values()
             plan.fallbacks = sum(s.get("fallbacks", 0) for s in states)
             plan.host_copies = sum(s.get("host_copies", 0) for s in states)
+            plan.mark_fallbacks(self.region_states)
         return plan
 
     @property
@@ -334,7 +338,10 @@ class Executor:
         """The symbol after the executor's graph passes."""
         graph = self._plan.graph
         num_out = graph.attrs.get("num_forward_outputs", len(graph.outputs))
-        return Symbol(copy_graph(graph.outputs[:num_out]))
+        heads = copy_graph(graph.outputs[:num_out])
+        for node in topo_order(e.node for e in heads):  # a kernel variant is this bind's choice
+            node.attrs.pop(KERNEL_ATTR, None)
+        return Symbol(heads)
 
     @property
     def symbol(self) -> Symbol:

@@ -21,7 +21,15 @@ from ..ir.errors import KernelNotFoundError
 from ..ops.registry import get_op
 
 __all__ = ["KernelCall", "KernelRegistry", "kernel_registry", "KernelFn", "KernelFactory",
-           "Workspace"]
+           "Workspace", "KERNEL_ATTR", "kernel_variant"]
+
+#: the node attribute naming the kernel variant that runs the node (absent: the plain kernel)
+KERNEL_ATTR = "__kernel__"
+
+
+def kernel_variant(node: Any) -> str | None:
+    """The kernel variant a pass chose for ``node`` (None: the plain kernel)."""
+    return node.attrs.get(KERNEL_ATTR)
 
 KernelFn = Callable[[], None]
 
@@ -110,34 +118,44 @@ class KernelRegistry:
         self._inplace: set[tuple[str, str]] = set()
 
     def register(self, op_name: str, factory: KernelFactory, device: str = "any",
-                 inplace: bool = False) -> None:
+                 inplace: bool = False, variant: str | None = None) -> None:
         """Register ``factory`` for ``op_name`` (canonical name or alias) on ``device``;
-        ``inplace`` says the kernel stays correct when an output aliases an input."""
+        ``inplace`` says the kernel stays correct when an output aliases an input. A
+        ``variant`` kernel runs only nodes whose ``__kernel__`` attribute names it (a pass
+        of the backend providing it sets that; see :func:`kernel_variant`)."""
         canonical = get_op(op_name).name
-        key = (canonical, device)
+        key = (canonical, device) if variant is None else (canonical, device, variant)
         self._table[key] = factory
         if inplace:
             self._inplace.add(key)
         else:
             self._inplace.discard(key)
 
-    def inplace_ok(self, op_name: str, device: str) -> bool:
+    def inplace_ok(self, op_name: str, device: str, variant: str | None = None) -> bool:
         """Whether the kernel that ``lookup`` returns tolerates output/input aliasing."""
-        key = (op_name, device) if (op_name, device) in self._table else (op_name, "any")
+        key = self._key(op_name, device, variant)
         return key in self._inplace
 
-    def lookup(self, op_name: str, device: str) -> KernelFactory:
-        hit = self._table.get((op_name, device)) or self._table.get((op_name, "any"))
+    def lookup(self, op_name: str, device: str, variant: str | None = None) -> KernelFactory:
+        """The factory for ``op_name`` on ``device`` (``variant``: that variant's, never the
+        plain kernel in its place)."""
+        hit = self._table.get(self._key(op_name, device, variant))
         if hit is None:
-            raise KernelNotFoundError(f"no kernel is registered for operator {op_name!r} on "
-                                      f"{device}")
+            what = f" (kernel variant {variant!r})" if variant is not None else ""
+            raise KernelNotFoundError(f"no kernel{what} is registered for operator "
+                                      f"{op_name!r} on {device}")
         return hit
+
+    def _key(self, op_name: str, device: str, variant: str | None) -> tuple:
+        tail = () if variant is None else (variant,)
+        key = (op_name, device, *tail)
+        return key if key in self._table else (op_name, "any", *tail)
 
     def has(self, op_name: str, device: str) -> bool:
         return (op_name, device) in self._table or (op_name, "any") in self._table
 
     def ops(self) -> set[str]:
-        return {op for op, _ in self._table}
+        return {key[0] for key in self._table}
 
 
 _REGISTRY: KernelRegistry | None = None

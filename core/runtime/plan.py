@@ -17,7 +17,7 @@ from ..passes.plan_memory import EXTERNAL
 from . import frozen
 from .bulk import bulk_enabled, compile_segments, segment_size
 from .dynamic import DynamicShapes
-from .kernels import KernelCall, Workspace, kernel_registry
+from .kernels import KernelCall, Workspace, kernel_registry, kernel_variant
 
 __all__ = ["ExecPlan"]
 
@@ -65,7 +65,8 @@ class ExecPlan:
         dynamic = self.dynamic.entries if self.dynamic is not None else frozenset()
         self.graph = apply_passes(self.graph.with_attrs(
             external_entries=set(external) | dynamic,  # dynamic ones: sized at run time
-            inplace_ok=lambda node: registry.inplace_ok(node.op.name, device)), ["plan_memory"])
+            inplace_ok=lambda node: registry.inplace_ok(node.op.name, device,
+                                                          kernel_variant(node))), ["plan_memory"])
         attrs = self.graph.attrs
         shapes, dtypes, sids = attrs["shape"], attrs["dtype"], attrs["storage_id"]
         self.pool = self._pool_buffers(attrs["storage_bytes"], attrs["storage_context"],
@@ -153,7 +154,8 @@ class ExecPlan:
                           self.workspace(ctx),
                           [ig.nodes[ig.entry_node(e)[0]].op is None for e in in_ids])
         try:
-            fn = kernel_registry().lookup(node.op.name, ctx.device_type)(call)
+            fn = kernel_registry().lookup(node.op.name, ctx.device_type,
+                                         kernel_variant(node))(call)
         except GraphexecError as exc:
             raise type(exc)(f"node {node.name!r} ({node.op.name}): {exc}") from None
         except Exception as exc:

@@ -9,9 +9,10 @@ import logging
 import warnings
 from typing import Any, Callable
 
-from ..ir.errors import PlacementError
+from ..ir.errors import BindError, PlacementError
 from ..ir.random import generator
 from ..subgraph.api import RegionCall, get_backend
+from ..subgraph.select import verbosity
 from .pipeline import build_graph
 from .plan import ExecPlan
 
@@ -64,11 +65,9 @@ def region_kernel(call: Any) -> Callable[[], None]:
                         call.input_grad_reqs, call.input_is_var, sources=call.inputs)
     backend = attrs.get("__backend__", "default")
     try:
-        prop = get_backend(backend).properties[int(attrs.get("__property__", "0"))]
-        options = json.loads(attrs.get("__options__", "{}"))
-        prop.set_options(**{k: v for k, v in options.items() if k in prop.attrs})
+        prop = _claiming_property(backend, attrs, call.node_name)
         run = prop.create_runner(region)
-    except (PlacementError, KeyboardInterrupt):
+    except (BindError, PlacementError, KeyboardInterrupt):
         raise
     except BaseException as exc:  # noqa: BLE001 - any backend failure (SystemExit too) falls back
         return _fallback(region, backend, f"creating its runner failed: {type(exc).__name__}: "
@@ -90,6 +89,34 @@ def region_kernel(call: Any) -> Callable[[], None]:
                                                   f"{exc}")
             fallback()
     return guarded
+
+
+def _claiming_property(backend: str, attrs: dict, node_name: str) -> Any:
+    """The property that claimed a region node, set up with the options stored in the node.
+    What the node stores comes from a symbol file: a property index or options that do not
+    fit the backend are a :class:`BindError` naming the node. A backend that is not
+    installed raises UnknownBackendError, and the region falls back to the native kernels
+    with a warning (its inner symbol is the original computation)."""
+    where = f"region node {node_name!r}"
+    properties = get_backend(backend).properties
+    index = attrs.get("__property__", "0")
+    if not (index.isdigit() and int(index) < len(properties)):
+        raise BindError(f"{where}: __property__={index!r} is not the index of one of backend "
+                        f"{backend!r}'s {len(properties)} properties")
+    try:
+        options = json.loads(attrs.get("__options__", "{}"))
+    except ValueError:
+        options = None
+    if not isinstance(options, dict):
+        raise BindError(f"{where}: __options__ must be a JSON object of option values, "
+                        f"got {attrs.get('__options__')!r}")
+    prop = properties[int(index)]
+    try:
+        prop.set_options(**{k: v for k, v in options.items() if k in prop.attrs})
+    except Exception as exc:  # noqa: BLE001 - the values come from the file: name them
+        raise BindError(f"{where}: backend {backend!r} rejects the options stored in the node "
+                        f"({options}): {type(exc).__name__}: {exc}") from None
+    return prop
 
 
 def _guarded_inputs(p: Any, call: Any) -> list:
@@ -154,6 +181,11 @@ def _replaying_random(p: Any, is_train: bool):
 
 def _fallback(region: RegionCall, backend: str, cause: str) -> Callable[[], None]:
     region.state["fallbacks"] = region.state.get("fallbacks", 0) + 1
+    # the partition plan shows the region as fallen back, with this cause
+    region.state["fallback_cause"] = cause
+    if verbosity() >= 1:
+        log.info("subgraph region %s of backend %s falls back to the native kernels: %s",
+                 region.node_name, backend, cause)
     warnings.warn(f"subgraph region {region.node_name!r} of backend {backend!r} runs with the "
                   f"native kernels instead: {cause}", RuntimeWarning, stacklevel=2)
     run = native_region_runner(region)

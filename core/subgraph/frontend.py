@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..ir.context import Context, cpu
-from ..ir.errors import GraphexecError
+from ..ir.errors import ArgumentValueError, GraphexecError
 from ..ir.graph import IndexedGraph
 from ..plugins import notify
 from ..symbol.symbol import Symbol, symbol_method
@@ -25,7 +25,16 @@ def optimize_for(self: Symbol, backend: str, args: Any = None, aux: Any = None,
     """MXNet's ``sym.optimize_for(backend, args, aux, ctx, **options)``: the symbol
     partitioned by ``backend`` ("name" or "a,b") with backend options; the arrays of
     ``args`` / ``aux`` (dicts by name, or lists in ``list_arguments`` /
-    ``list_auxiliary_states`` order) give their shapes and dtypes to the selectors."""
+    ``list_auxiliary_states`` order) give their shapes and dtypes to the selectors.
+
+    ``dedup_subgraph=True`` (MXNet 1.9.1's option) is what graphexec's regions always do:
+    a region takes each outer entry once however many of its nodes read it; MXNet's other
+    form (one region input per reading edge) is not provided, so False is refused."""
+    dedup = options.pop("dedup_subgraph", True)
+    if dedup is not True:
+        raise ArgumentValueError(f"optimize_for: dedup_subgraph={dedup!r}: graphexec's regions "
+                                 f"always take each input entry once (MXNet's "
+                                 f"dedup_subgraph=True); pass True or leave it out")
     given = {**_by_name(args, self.list_arguments()),
              **_by_name(aux, self.list_auxiliary_states())}
     return partition(self, backend, ctx=ctx,

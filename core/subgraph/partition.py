@@ -108,13 +108,18 @@ def dynamic_nodes(ig: IndexedGraph, shapes=None) -> dict[int, str]:
 
 def _excluding(selector, exclude_ops) -> SubgraphSelector:
     """``selector`` kept off the operators named in a property's ``exclude_ops`` (aliases
-    such as ``_plus`` name their operator)."""
-    if not exclude_ops:
-        return selector
+    such as ``_plus`` name their operator) and off ``opaque`` operators (Python custom
+    operators: a region boundary for every backend, as in MXNet)."""
     excluded = {op.name if op is not None else name
-                for name, op in ((n, find_op(n)) for n in exclude_ops)}
-    return VetoSelector(selector, lambda node: "excluded by the exclude_ops option"
-                        if node.op.name in excluded else None)
+                for name, op in ((n, find_op(n)) for n in exclude_ops or ())}
+
+    def veto(node) -> str | None:
+        if node.op.name in excluded:
+            return "excluded by the exclude_ops option"
+        if "opaque" in node.op.traits:
+            return "a Python custom operator is a region boundary for every backend"
+        return None
+    return VetoSelector(selector, veto)
 
 
 def _grow(ig: IndexedGraph, seed: int, selector, taken: set[int], consumers) -> list[int]:

@@ -51,6 +51,10 @@ class Region:
     members: list[str]
     inputs: list[str]
     outputs: list[str]
+    #: "claimed", or "fallback" when its backend failed at run time and the native kernels
+    #: run it instead (``cause`` says why)
+    status: str = "claimed"
+    cause: str | None = None
 
 
 @dataclass
@@ -98,9 +102,40 @@ class PartitionPlan:
         d = self.nodes.setdefault(label, NodeDecision(label, node.op.name))
         d.backend, d.region, d.reason = backend, region, None
 
+    def mark_fallbacks(self, states: dict[str, dict]) -> None:
+        """Mark the regions whose runner fell back to the native kernels, from the region
+        states by node name (a backward region ``<node>_backward`` marks its forward one)."""
+        for region in self.regions:
+            causes = [f"{'backward: ' if name != region.node else ''}{state['fallback_cause']}"
+                      for name, state in states.items()
+                      if name in (region.node, region.node + "_backward")
+                      and state.get("fallback_cause")]
+            if causes:
+                region.status, region.cause = "fallback", "; ".join(causes)
+
+    def _fell_back(self) -> set[int]:
+        return {r.id for r in self.regions if r.status == "fallback"}
+
     @property
     def num_claimed(self) -> int:
-        return sum(1 for d in self.nodes.values() if d.region is not None)
+        """Operator nodes a backend runs (a region that fell back to native does not count)."""
+        fell = self._fell_back()
+        return sum(1 for d in self.nodes.values() if d.region is not None and d.region not in fell)
+
+    def claimed_by_backend(self) -> dict[str, int]:
+        """Backend -> operator nodes it runs (regions that fell back left out)."""
+        return self._count_by_backend(lambda d, fell: d.region not in fell)
+
+    def fallen_back_by_backend(self) -> dict[str, int]:
+        """Backend -> operator nodes of its regions that fell back to native at run time."""
+        return self._count_by_backend(lambda d, fell: d.region in fell)
+
+    def _count_by_backend(self, keep) -> dict[str, int]:
+        fell, out = self._fell_back(), {}
+        for d in self.nodes.values():
+            if d.backend is not None and d.region is not None and keep(d, fell):
+                out[d.backend] = out.get(d.backend, 0) + 1
+        return out
 
     def to_dict(self) -> dict:
         return {"backends": self.backends, "skipped": self.skipped, "fallbacks": self.fallbacks,
@@ -112,11 +147,17 @@ class PartitionPlan:
         return json.dumps(self.to_dict(), indent=1)
 
     def table(self) -> str:
-        """One line per operator node: node, op, region/backend or the reason."""
+        """One line per operator node: node, op, region/backend or the reason (a region that
+        fell back to native at run time says so, with its cause)."""
         rows = [("node", "op", "claimed by", "reason")]
+        causes = {r.id: r.cause for r in self.regions if r.status == "fallback"}
         for d in self.nodes.values():
             claimed = f"{d.backend} region {d.region}" if d.region is not None else "-"
-            rows.append((d.node, d.op, claimed, REASONS.get(d.reason, d.reason or "")))
+            reason = REASONS.get(d.reason, d.reason or "")
+            if d.region in causes:
+                claimed += " (fell back to native)"
+                reason = f"runs natively: {causes[d.region]}"
+            rows.append((d.node, d.op, claimed, reason))
         widths = [max(len(r[i]) for r in rows) for i in range(4)]
         return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
 

@@ -2,6 +2,7 @@
 the dmlc JSON writer MXNet 1.x uses, so files round-trip unchanged)."""
 from __future__ import annotations
 
+import difflib
 import json
 import os
 from typing import Any
@@ -9,7 +10,7 @@ from typing import Any
 from ..ir.arguments import special_file
 from ..ir.errors import ArgumentTypeError, GraphexecError, JSONFormatError
 from ..ir.graph import Entry, Node
-from ..ops.registry import get_op
+from ..ops.registry import all_names, find_op, get_op
 from .symbol import Symbol, symbol_method
 
 __all__ = ["load", "load_json", "to_json", "tojson", "save", "MXNET_VERSION",
@@ -60,8 +61,10 @@ def load_json(json_str: str, source: str = "<string>") -> Symbol:
     return graph_from_doc(doc, source)
 
 
-def graph_from_doc(doc: Any, source: str, depth: int = 0) -> Symbol:
-    """The symbol of a parsed JSON document; ``depth``: how many subgraphs enclose it."""
+def graph_from_doc(doc: Any, source: str, depth: int = 0, outer_version: int | None = None
+                   ) -> Symbol:
+    """The symbol of a parsed JSON document; ``depth``: how many subgraphs enclose it;
+    ``outer_version``: the enclosing document's version (MXNet writes none in subgraphs)."""
     if not (isinstance(doc, dict) and isinstance(doc.get("nodes"), list)
             and isinstance(doc.get("heads"), list)):
         raise JSONFormatError(f"{source}: a symbol JSON needs 'nodes' (a list) and 'heads' "
@@ -69,12 +72,44 @@ def graph_from_doc(doc: Any, source: str, depth: int = 0) -> Symbol:
     if depth > MAX_SUBGRAPH_DEPTH:
         raise JSONFormatError(f"{source}: subgraphs nested {depth} deep; at most "
                               f"{MAX_SUBGRAPH_DEPTH} levels are supported")
-    version = _doc_version(doc)
+    version = _doc_version(doc) if outer_version is None or "attrs" in doc else outer_version
+    if depth == 0:
+        _check_known_ops(doc, source)
     nodes: list[Node] = []
     for i, jn in enumerate(doc["nodes"]):
         nodes.append(_load_node(i, jn, nodes, source, version, depth))
     heads = [_entry(h, nodes, source, "heads") for h in doc["heads"]]
     return Symbol(heads)
+
+
+def _check_known_ops(doc: dict, source: str) -> None:
+    """Every operator the document (and its subgraphs) names that is not registered, in one
+    error: a model needing four missing operators says so at once."""
+    missing: dict[str, list[str]] = {}
+    stack = [doc]
+    while stack:
+        nodes = stack.pop().get("nodes")
+        if not isinstance(nodes, list):
+            continue  # a malformed document is reported by graph_from_doc
+        for i, jn in enumerate(nodes):
+            if not isinstance(jn, dict) or not isinstance(jn.get("op"), str):
+                continue  # malformed nodes are reported by _load_node
+            if jn["op"] != "null" and find_op(jn["op"]) is None:
+                missing.setdefault(jn["op"], []).append(f"node {i} ({jn.get('name')!r})")
+            subgraphs = jn.get("subgraphs")
+            if isinstance(subgraphs, list):
+                stack.extend(sg for sg in subgraphs if isinstance(sg, dict))
+    if not missing:
+        return
+    parts = []
+    for op, where in sorted(missing.items()):
+        close = difflib.get_close_matches(op, all_names(), n=3)
+        hint = f"; did you mean {', '.join(close)}?" if close else ""
+        parts.append(f"{op!r} ({', '.join(where[:3])}{', ...' if len(where) > 3 else ''}{hint})")
+    error = JSONFormatError(f"{source}: {len(missing)} operator{'s are' if len(missing) > 1 else ' is'} "
+                            f"not registered: {'; '.join(parts)}")
+    error.unknown_ops = sorted(missing)
+    raise error
 
 
 def _doc_version(doc: dict) -> int:
@@ -121,7 +156,7 @@ def _load_node(i: int, jn: Any, nodes: list[Node], source: str, version: int,
         op = get_op(op_name)
     except GraphexecError as exc:
         raise JSONFormatError(f"{where}: {exc}") from None
-    subgraphs = [graph_from_doc(sg, f"{where} subgraph", depth + 1)
+    subgraphs = [graph_from_doc(sg, f"{where} subgraph", depth + 1, version)
                  for sg in _list(jn, "subgraphs", where, "symbol JSON documents")]
     try:
         params = op.parse(attrs, name)
@@ -218,8 +253,9 @@ def to_json(sym: Symbol) -> str:
     return _write(symbol_doc(sym), 0)
 
 
-def symbol_doc(sym: Symbol) -> dict:
-    """The JSON document of ``sym`` as Python data (keys in MXNet's order)."""
+def symbol_doc(sym: Symbol, nested: bool = False) -> dict:
+    """The JSON document of ``sym`` as Python data (keys in MXNet's order); ``nested``: a
+    node's subgraph, which MXNet writes without the version ``attrs``."""
     ig = sym._indexed()
     nid = ig.node_id
     nodes = []
@@ -231,11 +267,14 @@ def symbol_doc(sym: Symbol) -> dict:
         if n.control_deps:
             jn["control_deps"] = [nid[id(d)] for d in n.control_deps]
         if n.subgraphs:
-            jn["subgraphs"] = [symbol_doc(sg) for sg in n.subgraphs]
+            jn["subgraphs"] = [symbol_doc(sg, nested=True) for sg in n.subgraphs]
         nodes.append(jn)
     heads = [[nid[id(e.node)], e.index, e.version] for e in sym.outputs]
-    return {"nodes": nodes, "arg_nodes": list(ig.input_nodes), "node_row_ptr": ig.row_ptr,
-            "heads": _Entries(heads), "attrs": {"mxnet_version": _Pair(["int", MXNET_VERSION])}}
+    doc = {"nodes": nodes, "arg_nodes": list(ig.input_nodes), "node_row_ptr": ig.row_ptr,
+           "heads": _Entries(heads)}
+    if not nested:
+        doc["attrs"] = {"mxnet_version": _Pair(["int", MXNET_VERSION])}
+    return doc
 
 
 class _Entries(list):

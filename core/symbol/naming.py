@@ -56,14 +56,15 @@ class Prefix(NameManager):
 
 
 class AttrScope:
-    """Attributes (string values) attached to every symbol created inside the scope, e.g.
-    ``with AttrScope(ctx_group='dev1'):`` sets ``__ctx_group__``."""
+    """Attributes (string values) attached to every symbol created inside the scope, stored
+    under the names given, as MXNet 1.9.1 does; MXNet's hidden keys become ``__key__`` when a
+    symbol is created (``with AttrScope(ctx_group='dev1'):`` sets ``__ctx_group__``)."""
 
     def __init__(self, **kwargs: str) -> None:
         for value in kwargs.values():
             if not isinstance(value, str):
                 raise ArgumentValueError("AttrScope values must be strings")
-        self._attr = {_dunder(k): v for k, v in kwargs.items()}
+        self._attr = dict(kwargs)
         self._old: AttrScope | None = None
 
     def get(self, attr: dict[str, str] | None) -> dict[str, str]:
@@ -93,6 +94,3 @@ class AttrScope:
             cur = _local.attr_scope = AttrScope()
         return cur
 
-
-def _dunder(key: str) -> str:
-    return key if key.startswith("__") else f"__{key}__"

@@ -6,10 +6,17 @@ from __future__ import annotations
 from typing import Any
 
 from ..ops.registry import all_names, find_op
+from . import contrib
+from .helpers import hypot, maximum, minimum, pow, power  # noqa: A004 - MXNet's names
+from .helpers import internal as _internal
 from .json_io import load, load_json
+from .namespaces import linalg, random
+from .op_wrappers import histogram, split_v2
 from .symbol import Group, Symbol, Variable, create_op_symbol, var
 
-__all__ = ["Symbol", "Variable", "var", "Group", "load", "load_json"]
+__all__ = ["Symbol", "Variable", "var", "Group", "load", "load_json", "contrib", "histogram",
+           "split_v2", "linalg", "random", "maximum", "minimum", "pow", "power", "hypot",
+           "_internal"]
 
 
 def __getattr__(name: str) -> Any:

@@ -21,14 +21,16 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 
 from ..ir.arguments import as_dtype, as_shape
-from ..ir.attrs import to_attr_string
+from ..ir.attrs import HIDDEN_KEYS, HIDDEN_STORED, hidden_key, to_attr_string
 from ..ir.errors import (ArgumentTypeError, ArgumentValueError, AttributeParseError,
-                         DuplicateNameError, GraphexecError, OutputIndexError,
+                         DuplicateNameError, GraphexecError, NotImplementedForSymbol,
+                         OutputIndexError,
                          UnknownArgumentError)
 from ..ir.graph import Entry, IndexedGraph, Node
 from ..ops.registry import OpDef, find_op, get_op
 from .debug_str import graph_debug_str
 from .naming import AttrScope, NameManager
+from .op_args import hide_keys, split_call
 
 __all__ = ["Symbol", "Variable", "var", "Group", "create_op_symbol", "DTYPE_FLAGS",
            "symbol_method", "entry_name", "copy_graph", "check_unique_names"]
@@ -96,7 +98,8 @@ class Symbol:
 
     def get_children(self) -> "Symbol | None":
         """The inputs of this symbol's node(s), or None for a variable."""
-        ents = [e for out in self._outputs for e in out.node.inputs]
+        nodes = list({id(e.node): e.node for e in self._outputs}.values())  # each node once
+        ents = [e for node in nodes for e in node.inputs]
         return Symbol(ents) if ents else None
 
     def __len__(self) -> int:
@@ -170,25 +173,28 @@ class Symbol:
         """A string attribute of this (single-node) symbol, or None."""
         node = self._single_node("attr")
         value = node.attrs.get(key)
+        if value is None and key in HIDDEN_KEYS:  # MXNet reads lr_mult as __lr_mult__
+            value = node.attrs.get(f"__{key}__")
         return None if value is None else str(value)
 
     def list_attr(self, recursive: bool = False) -> dict[str, str]:
         """This node's attributes (``recursive`` is MXNet's deprecated form of attr_dict)."""
         if recursive:
             raise DeprecationWarning("list_attr(recursive=True) is deprecated; use attr_dict()")
-        return {k: str(v) for k, v in self._single_node("list_attr").attrs.items()}
+        return _listed(self._single_node("list_attr").attrs)
 
     def attr_dict(self) -> dict[str, dict[str, str]]:
-        """Node name -> attributes, for every node that has some."""
+        """Node name -> attributes, for every node that has some (hidden keys listed under
+        both names, ``__lr_mult__`` and ``lr_mult``, as MXNet lists them)."""
         ig = self._indexed()
-        return {n.name: {k: str(v) for k, v in n.attrs.items()} for n in ig.nodes if n.attrs}
+        return {n.name: _listed(n.attrs) for n in ig.nodes if n.attrs}
 
     def _set_attr(self, **kwargs: str) -> None:
         node = self._single_node("_set_attr")
         for key, value in kwargs.items():
             if not isinstance(value, str):
                 raise ArgumentValueError(f"attribute {key!r}: values must be strings")
-            node.attrs[key] = value
+            node.attrs[hidden_key(key, value, f"node {node.name!r}")] = value
 
     def _single_node(self, what: str) -> Node:
         nodes = {id(e.node): e.node for e in self._outputs}
@@ -226,7 +232,8 @@ class Symbol:
     __hash__ = object.__hash__
 
     def __bool__(self) -> bool:
-        raise NotImplementedError("a Symbol has no truth value (comparisons build new symbols)")
+        raise NotImplementedForSymbol("a Symbol has no truth value (comparisons build new "
+                                      "symbols)")
 
     def __getattr__(self, name: str):
         # MXNet exposes operators as methods: sym.reshape(...), sym.sum(axis=1), ...
@@ -256,6 +263,15 @@ def entry_name(e: Entry) -> str:
     return f"{node.name}_{node.op.output_names(node.params)[e.index]}"
 
 
+def _listed(attrs: dict) -> dict[str, str]:
+    out = {}
+    for k, v in attrs.items():
+        out[k] = str(v)
+        if k in HIDDEN_STORED:
+            out[k[2:-2]] = str(v)
+    return out
+
+
 def _binary(lhs: Symbol, rhs: Any, sym_op: str, scalar_op: str) -> Symbol:
     if isinstance(rhs, Symbol):
         return create_op_symbol(sym_op, [lhs, rhs], {})
@@ -278,7 +294,8 @@ def Variable(name: str, attr: dict | None = None, shape: Sequence[int] | None = 
     ``__dtype__`` hints for inference, as in MXNet."""
     if not isinstance(name, str):
         raise ArgumentTypeError("Variable name must be a string")
-    attrs = AttrScope.current().get(attr)
+    attrs = {hidden_key(k, v, f"Variable {name!r}"): v
+             for k, v in AttrScope.current().get(attr).items()}
     if shape is not None:
         attrs["__shape__"] = to_attr_string(as_shape(shape, f"Variable {name!r}: shape"))
     if lr_mult is not None:
@@ -311,27 +328,25 @@ def Group(symbols: Sequence[Symbol]) -> Symbol:
 
 
 # -- operator application ----------------------------------------------------------------
-def create_op_symbol(called: str, args: Sequence[Any], kwargs: dict[str, Any]) -> Symbol:
+def create_op_symbol(called: str, args: Sequence[Any], kwargs: dict[str, Any],
+                     hint: str | None = None) -> Symbol:
     """Apply the operator registered as ``called`` (name or alias). Symbols come positionally
     or by input name; other keyword arguments are attributes. ``name`` and ``attr`` as in
-    MXNet. Missing inputs become variables named ``<node>_<input>``."""
+    MXNet. Missing inputs become variables named ``<node>_<input>``. Automatic node names
+    count ``hint`` (default: ``called`` in lower case; ``gx.sym.linalg.det`` names ``det0``)."""
     op = get_op(called)
     kwargs = dict(kwargs)
     name = kwargs.pop("name", None)
     extra_attr = kwargs.pop("attr", None)
-    sym_kwargs = {k: v for k, v in kwargs.items() if isinstance(v, Symbol)}
-    raw = {k: v for k, v in kwargs.items() if k not in sym_kwargs}
-    positional = list(args)
-    for a in positional:
-        if not isinstance(a, Symbol):
-            raise ArgumentTypeError(f"{called}: positional arguments must be Symbols, got "
-                            f"{type(a).__name__}; pass attributes by keyword")
+    positional, sym_kwargs, raw = split_call(op, called, list(args), kwargs,
+                                             lambda v: isinstance(v, Symbol))
     if op.variadic and op.variadic not in raw:
         raw[op.variadic] = len(positional) + len(sym_kwargs)
     attrs = AttrScope.current().get(extra_attr)
     for k, v in raw.items():
         attrs[k] = to_attr_string(v)
-    name = NameManager.current().get(name, called.lower())
+    name = NameManager.current().get(name, hint or called.lower())
+    attrs = hide_keys(attrs, f"{op.name} {name!r}")
     params = op.parse(attrs, name)
     input_names = op.input_names(params)
     inputs = _gather_inputs(op, name, input_names, positional, sym_kwargs, attrs)
@@ -351,7 +366,8 @@ def _gather_inputs(op: OpDef, name: str, input_names: list[str], positional: lis
                                   f"are {input_names}")
     entries = []
     for i, in_name in enumerate(input_names):
-        sym = positional[i] if i < len(positional) else by_name.get(in_name)
+        sym = positional[i] if i < len(positional) else None
+        sym = by_name.get(in_name) if sym is None else sym
         if sym is None:
             var_attrs = dict(attrs)
             var_attrs.update(op.input_var_attrs.get(in_name, {}))

@@ -15,11 +15,13 @@ array([[3., 3., 3.],
 from __future__ import annotations
 
 import os
+from types import SimpleNamespace
 from typing import Any, Mapping, Sequence
 
 from graphexec.core.ir.ndarray import ArrayValueError, NDArray, user_array
 from graphexec.core.ops.registry import all_names, find_op
 from graphexec.core.symbol import ndarray_io
+from graphexec.core.symbol.namespaces import LINALG_OPS
 
 from . import methods  # noqa: F401 - installs the operator methods on NDArray
 from . import random
@@ -33,7 +35,7 @@ from .imperative import invoke
 __all__ = ["NDArray", "ArrayValueError", "array", "zeros", "ones", "full", "empty", "arange",
            "linspace", "eye", "concatenate", "moveaxis", "onehot_encode", "waitall", "save",
            "load", "random", "invoke", "add", "subtract", "multiply", "divide", "true_divide",
-           "modulo", "power", "maximum", "minimum", "equal", "not_equal", "greater",
+           "linalg", "modulo", "power", "maximum", "minimum", "equal", "not_equal", "greater",
            "greater_equal", "lesser", "lesser_equal", "logical_and", "logical_or",
            "logical_xor"]
 
@@ -49,6 +51,18 @@ def load(fname: str | os.PathLike) -> list[NDArray] | dict[str, NDArray]:
     if isinstance(loaded, dict):
         return {k: user_array(v) for k, v in loaded.items()}
     return [user_array(v) for v in loaded]
+
+
+def _linalg_function(short: str) -> Any:
+    def apply(*args: Any, **kwargs: Any) -> Any:
+        return invoke(f"_linalg_{short}", args, kwargs)
+    apply.__name__ = short
+    apply.__doc__ = f"``_linalg_{short}`` on NDArrays (MXNet's ``mx.nd.linalg.{short}``)."
+    return apply
+
+
+#: ``gx.nd.linalg``: the ``_linalg_*`` operators, as ``mx.nd.linalg``
+linalg = SimpleNamespace(**{short: _linalg_function(short) for short in LINALG_OPS})
 
 
 def __getattr__(name: str) -> Any:

@@ -29,6 +29,7 @@ from graphexec.core.ops.common import known
 from graphexec.core.ops.registry import OpDef, get_op
 from graphexec.core.passes.inference import run_inference
 from graphexec.core.runtime.kernels import KernelCall, Workspace, kernel_registry
+from graphexec.core.symbol.op_args import split_call
 from graphexec.core.symbol.symbol import Symbol, Variable, create_op_symbol
 
 __all__ = ["invoke", "OneNodePlan", "ImperativeError", "cached_plans"]
@@ -131,14 +132,15 @@ def invoke(name: str, args: Sequence[Any], kwargs: dict[str, Any], is_train: boo
     out = kwargs.pop("out", None)
     kwargs.pop("name", None)
     ctx = kwargs.pop("ctx", None)
-    named = {k: v for k, v in kwargs.items() if isinstance(v, np.ndarray)}
-    attrs = {k: to_attr_string(v) for k, v in kwargs.items()
-             if v is not None and k not in named}
-    positional = list(args)
-    for k, a in enumerate(positional):
-        if not isinstance(a, np.ndarray):
-            raise ImperativeError(f"{op.name}: positional argument {k} must be an NDArray, got "
-                                  f"{type(a).__name__}; give attributes by keyword")
+    # attributes may follow the inputs positionally, as in MXNet (``nd.tile(x, (2, 2))``)
+    try:
+        positional, named, raw = split_call(op, name, list(args), kwargs,
+                                            lambda v: isinstance(v, np.ndarray))
+    except GraphexecError as exc:
+        raise ImperativeError(str(exc)) from None
+    attrs = {k: to_attr_string(v) for k, v in raw.items() if v is not None}
+    if any(a is None for a in positional):
+        raise ImperativeError(f"{op.name}: an input given as None (inputs are arrays here)")
     if op.variadic and op.variadic not in attrs:
         attrs[op.variadic] = str(len(positional) + len(named))
     inputs = _ordered_inputs(op, attrs, positional, named)

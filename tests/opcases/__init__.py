@@ -11,7 +11,8 @@ import numpy as np
 
 FAMILIES = ("elemwise", "nn", "conv", "tensor", "slicing", "matrix", "reduce", "indexing", "loss", "init", "rnn", "sequence", "attention", "ranges", "sorting",
             "detection", "detection_roi", "resample", "legacy", "norm", "geometry", "deformable",
-            "dynamic")
+            "dynamic",
+            "linalg", "random", "misc", "loss_extra", "contrib", "custom")
 
 
 @dataclass
@@ -37,6 +38,10 @@ class OpCase:
     #: inputs whose gradient is checked by finite differences (None: every float input;
     #: () for none, e.g. index inputs or ops without gradients)
     grad_inputs: tuple | None = None
+    #: random operators: ``check(outputs, inputs, **attrs)`` asserts what the draws must
+    #: satisfy (support, moments within 5 standard errors); the forward test calls it in
+    #: place of comparing with ``twin``
+    check: Callable | None = None
 
     def make_inputs(self, rng: np.random.Generator, dtype: str) -> list[np.ndarray]:
         out = []

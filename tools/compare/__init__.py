@@ -1,36 +1,57 @@
 """A/B comparison of partitioning strategies (``gx.compare``, ``graphexec compare``).
 
-:func:`compare` runs one model under several strategies and returns plain data:
+:func:`compare` binds every strategy first, then times them round-robin (one sample of each
+per round, the order rotating: see :mod:`graphexec.core.runtime.timing`) until every
+speed-up's 95% interval is narrow enough or the time budget is spent, and returns plain data:
 
 ``{"model": {name, source, inputs, num_ops, num_params, symbol_json}, "train", "repeat",
-"reference": "NONE", "interrupted", "strategies": [row, ...]}`` with one row per strategy:
-``strategy``, ``error`` (None, or why the strategy failed: the other fields may then be
-missing), ``regions``, ``claimed`` (ops by backend), ``total_ops``, ``boundaries`` and
-``boundary_bytes`` (entries entering or leaving regions per run), ``bind_s``,
-``first_run_s`` (compilation, session creation), ``forward_ms`` and ``train_ms`` (median,
-q1, q3, min, max, samples), ``planned_bytes``, ``peak_rss_bytes`` (the process's peak while
-the strategy ran) and ``rss_growth_bytes`` (that peak above the process's size when the
-strategy started), ``max_abs_diff`` / ``max_rel_diff`` (against the reference, outputs and
-with ``train`` gradients too; the relative one divides by the largest magnitude of each
-reference array), ``fallbacks`` and ``plan`` (``PartitionPlan.to_dict()``, with the
-``auto`` strategy's measurements under ``decisions``).
+"baseline" (the label the speed-ups are relative to), "reference": "NONE" (the strategy the
+values are checked against), "isolate", "rounds", "calls_per_sample", "budget_s",
+"precision", "min_effect", "noisy" (None, or why some intervals stayed wide),
+"interrupted", "strategies": [row, ...]}`` with one row per strategy:
+
+``strategy`` (its label: a strategy listed twice gets ``NAME #2``), ``spec`` (the strategy
+text), ``error`` (None, or why the strategy failed: the other fields may then be missing),
+``regions``, ``claimed`` (ops by backend, without the regions that fell back to native at
+run time: those are under ``fell_back``), ``total_ops``, ``skipped`` (backends not applied,
+why), ``boundaries`` and ``boundary_bytes`` (entries entering or leaving regions per run),
+``bind_s``, ``first_run_s`` (compilation, session creation), ``forward_ms`` and ``train_ms``
+(median, q1, q3, min, max, samples: per call), ``speedups`` (per kind, "forward" and with
+``train`` "train": ``estimate``, ``ci95``, ``pairs``, ``verdict``), and for the headline kind
+(train with ``train``, else forward) ``speedup``, ``ci95`` ([low, high] or None) and
+``verdict`` (``faster`` / ``slower`` / ``same``; ``baseline`` for the baseline), ``noisy``
+(its interval is wider than ``precision``), ``planned_bytes``, ``peak_rss_bytes`` and
+``rss_growth_bytes`` (in one process: the process's peak after this strategy's bind and first
+run, and how much those added; with ``isolate`` the strategy's own process),
+``max_abs_diff`` / ``max_rel_diff`` (against the reference, outputs and with ``train``
+gradients too; the relative one divides by the largest magnitude of each reference array),
+``fallbacks`` and ``plan`` (``PartitionPlan.to_dict()``, with the ``auto`` strategy's
+measurements under ``decisions``).
 """
 from __future__ import annotations
 
+import math
+import tempfile
+from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from graphexec.core.ir.errors import GraphexecError
+from graphexec.core.runtime.timing import MIN_EFFECT, half_width, interleave, speedup
 from graphexec.core.subgraph.plan import REASONS
 
-from .measure import run_strategy
+from .measure import latency_stats, prepare
 from .models import Model, load_model, make_inputs
+from .worker import IsolatedSession, StrategyFailed, save_model
 
-__all__ = ["compare", "diff_plan", "parse_strategies", "REFERENCE"]
+__all__ = ["compare", "diff_plan", "parse_strategies", "strategy_labels", "row_notes",
+           "REFERENCE"]
 
-#: the strategy every other one is checked against
+#: the strategy every other one is checked against, and the default baseline
 REFERENCE = "NONE"
+#: the time one timed sample aims at: fast models are called several times per sample
+SAMPLE_S = 0.01
 
 
 def parse_strategies(text: str | Sequence[str]) -> list[str]:
@@ -55,13 +76,36 @@ def parse_strategies(text: str | Sequence[str]) -> list[str]:
             else:
                 out.append(item)
     if not out:
-        raise GraphexecError("no strategy given: expected e.g. 'NONE,default,onnxrt,fused'")
+        raise GraphexecError("no strategy given: expected e.g. 'NONE,onnxrt,fused'")
     return out
 
 
+def strategy_labels(names: Sequence[str]) -> list[str]:
+    """One distinct label per strategy: a repeated one gets ``NAME #2``, ``NAME #3``..."""
+    seen: dict[str, int] = {}
+    labels = []
+    for name in names:
+        seen[name] = seen.get(name, 0) + 1
+        labels.append(name if seen[name] == 1 else f"{name} #{seen[name]}")
+    return labels
+
+
+def _baseline(names: list[str], labels: list[str], baseline: str | None) -> tuple[str, bool]:
+    """The baseline's label, and whether NONE has to be added to the strategies for it."""
+    if baseline is None:
+        return (REFERENCE, False) if REFERENCE in names else (REFERENCE, True)
+    if baseline in labels:
+        return baseline, False
+    if baseline in names:
+        return labels[names.index(baseline)], False
+    raise GraphexecError(f"baseline {baseline!r} is not one of the strategies "
+                         f"{', '.join(labels)}: name one of them")
+
+
 def compare(model: Any, strategies: str | Sequence[str], inputs: dict | None = None, *,
-            shapes: dict | None = None, train: bool = False, repeat: int = 20, seed: int = 0,
-            budget_s: float = 30.0,
+            shapes: dict | None = None, train: bool = False, repeat: int = 10, seed: int = 0,
+            budget_s: float = 20.0, baseline: str | None = None, isolate: bool = False,
+            precision: float = 0.02, min_effect: float = MIN_EFFECT, max_rounds: int = 400,
             progress: Callable[[str, str], None] | None = None) -> dict:
     """Run ``model`` under each strategy and return the comparison as plain data (see the
     module docstring).
@@ -69,48 +113,172 @@ def compare(model: Any, strategies: str | Sequence[str], inputs: dict | None = N
     ``model``: a zoo name, a checkpoint prefix, a symbol JSON or ONNX path, a Symbol (with
     ``shapes``) or a loaded :class:`~.models.Model`. ``inputs``: arrays by input name
     (random ones from ``seed`` by default). ``train``: time forward+backward too and compare
-    gradients. ``repeat``: timed runs per measurement (fewer when one measurement would
-    exceed ``budget_s``). ``progress(strategy, phase)`` is called as each phase starts.
-    A failing strategy is recorded in its row; Ctrl-C stops and returns what was measured
-    (``interrupted`` True)."""
+    gradients. ``baseline``: the strategy (label or text) speed-ups are relative to; NONE by
+    default (added when not listed). Timing: at least ``repeat`` rounds, then until every
+    95% interval is within ``precision`` (0.02: about +-2%), ``budget_s`` seconds of timing
+    or ``max_rounds``; a speed-up is a difference only when its interval excludes 1 and it
+    is at least ``min_effect``. ``isolate``: each strategy in its own process.
+    ``progress(strategy, phase)`` is called as each phase starts. A failing strategy is
+    recorded in its row; Ctrl-C stops and returns what was measured (``interrupted``)."""
     if not isinstance(model, Model):
         model = load_model(model, shapes=shapes, seed=seed)
     names = parse_strategies(strategies)
+    labels = strategy_labels(names)
+    base, added = _baseline(names, labels, baseline)
+    if added:
+        names, labels = [REFERENCE] + names, [REFERENCE] + labels
     inputs = make_inputs(model, seed=seed) if inputs is None else inputs
     result: dict[str, Any] = {
         "model": {"name": model.name, "source": model.source,
                   "inputs": {k: list(v) for k, v in model.input_shapes.items()},
                   "num_ops": sum(1 for n in model.symbol._indexed().nodes if n.op is not None),
                   "num_params": model.num_params, "symbol_json": model.symbol.tojson()},
-        "train": bool(train), "repeat": int(repeat), "reference": REFERENCE,
+        "train": bool(train), "repeat": int(repeat), "baseline": base, "reference": REFERENCE,
+        "isolate": bool(isolate), "budget_s": budget_s, "precision": precision,
+        "min_effect": min_effect, "max_rounds": max_rounds, "rounds": 0,
+        "calls_per_sample": None, "noisy": None,
         "interrupted": False, "strategies": []}
-    order = ([REFERENCE] if REFERENCE not in names else []) + names
-    reference_values: dict | None = None
     rows: dict[str, dict] = {}
-    try:
-        for name in order:
-            def step(phase: str, name: str = name) -> None:
-                if progress is not None:
-                    progress(name, phase)
-            try:
-                row, values = run_strategy(model, name, inputs, train=train, repeat=repeat,
-                                           budget_s=budget_s, seed=seed, step=step)
-            except (KeyboardInterrupt, SystemExit):
-                raise
-            except Exception as exc:  # noqa: BLE001 - a failing strategy is a row, not a crash
-                row, values = {"strategy": name, "error": f"{type(exc).__name__}: {exc}"}, None
-            if name == REFERENCE and reference_values is None:
-                if values is None:
-                    raise GraphexecError(f"the reference run ({REFERENCE}) failed: "
-                                         f"{row['error']}")
-                reference_values = values
-            if values is not None:
-                row.update(_differences(values, reference_values))
-            rows[name] = row
-    except KeyboardInterrupt:
-        result["interrupted"] = True
-    result["strategies"] = [rows[n] for n in names if n in rows]
+    sessions: dict[str, Any] = {}
+    say = progress or (lambda strategy, phase: None)
+    with tempfile.TemporaryDirectory(prefix="gx-compare-") as folder:
+        if isolate:
+            save_model(model, inputs, Path(folder))
+        try:
+            for i, (label, name) in enumerate(zip(labels, names)):
+                rows[label], session = _open(model, name, label, i, inputs, train, seed,
+                                             isolate, folder, say)
+                if session is not None:
+                    sessions[label] = session
+            reference = _reference_values(model, inputs, train, seed, names, labels, rows,
+                                          sessions)
+            for label, session in sessions.items():
+                rows[label].update(_differences(session.values, reference))
+            if base in sessions:
+                _time(result, rows, sessions, base, say)
+        except KeyboardInterrupt:
+            result["interrupted"] = True
+        finally:
+            for label, session in sessions.items():
+                _finish(rows[label], session)
+    if added and REFERENCE in rows:
+        rows[REFERENCE]["added"] = "added as the baseline"
+    result["strategies"] = [rows[label] for label in labels if label in rows]
     return result
+
+
+def _open(model, name, label, index, inputs, train, seed, isolate, folder, say):
+    """Bind one strategy: (row, session), or (row with the error, None)."""
+    say(label, "bind")
+    try:
+        if isolate:
+            session = IsolatedSession(Path(folder), name, index, train=train, seed=seed)
+        else:
+            session = prepare(model, name, inputs, train=train, seed=seed,
+                              step=lambda phase: say(label, phase))
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except StrategyFailed as exc:
+        return {"strategy": label, "spec": name, "error": str(exc)}, None
+    except Exception as exc:  # noqa: BLE001 - a failing strategy is a row, not a crash
+        return {"strategy": label, "spec": name, "error": f"{type(exc).__name__}: {exc}"}, None
+    return {"strategy": label, "spec": name, **session.row}, session
+
+
+def _reference_values(model, inputs, train, seed, names, labels, rows, sessions) -> dict:
+    """The values of the first NONE strategy (bound here when none is listed)."""
+    if REFERENCE in names:
+        label = labels[names.index(REFERENCE)]
+        if label not in sessions:
+            raise GraphexecError(f"the reference run ({REFERENCE}) failed: "
+                                 f"{rows[label]['error']}")
+        return sessions[label].values
+    return prepare(model, REFERENCE, inputs, train=train, seed=seed).values
+
+
+def _finish(row: dict, session) -> None:
+    try:
+        row.update(session.finish())
+    except Exception as exc:  # noqa: BLE001 - the figures already measured stay
+        row["finish_error"] = f"{type(exc).__name__}: {exc}"
+
+
+def _calls_per_sample(timer: Callable[[], float]) -> int:
+    """Calls per timed sample so that one sample takes about SAMPLE_S (the fastest of three
+    single calls decides)."""
+    fastest = min(timer() for _ in range(3))
+    return max(1, min(1000, math.ceil(SAMPLE_S / max(fastest, 1e-7))))
+
+
+def _time(result: dict, rows: dict, sessions: dict, base: str, say) -> None:
+    """Time every bound strategy round-robin and add the latency, the speed-ups and the
+    verdicts to the rows."""
+    kinds = ["forward"] + (["train"] if result["train"] else [])
+    say("timing", "calibrating")
+    number = {k: _calls_per_sample(sessions[base].timer(k, 1)) for k in kinds}
+    fns = {(label, k): s.timer(k, number[k]) for label, s in sessions.items() for k in kinds}
+    others = [(label, k) for label in sessions if label != base for k in kinds]
+
+    def done(samples: dict) -> bool:
+        say("timing", f"{len(samples[(base, kinds[0])])} rounds")
+        return all(half_width(speedup(samples[(base, key[1])], samples[key])["ci95"])
+                   <= result["precision"] for key in others)
+    samples, interrupted = interleave(fns, min_rounds=result["repeat"],
+                                      max_rounds=max(result["repeat"], result["max_rounds"]),
+                                      budget_s=result["budget_s"], done=done)
+    result["interrupted"] |= interrupted
+    result["rounds"] = len(samples[(base, kinds[0])])
+    result["calls_per_sample"] = number
+    if not result["rounds"]:
+        return
+    headline = kinds[-1]
+    wide = []
+    for label in sessions:
+        row = rows[label]
+        for k in kinds:
+            row[f"{k}_ms"] = latency_stats(samples[(label, k)])
+        row.setdefault("train_ms", None)
+        if label == base:
+            row.update(speedups=None, speedup=1.0, ci95=None, verdict="baseline", noisy=False)
+            continue
+        row["speedups"] = {k: speedup(samples[(base, k)], samples[(label, k)],
+                                      result["min_effect"]) for k in kinds}
+        main = row["speedups"][headline]
+        row.update(speedup=main["estimate"], ci95=main["ci95"], verdict=main["verdict"],
+                   noisy=half_width(main["ci95"]) > result["precision"])
+        if row["noisy"]:
+            wide.append(label)
+    if wide:
+        result["noisy"] = (f"the intervals of {', '.join(wide)} are wider than "
+                           f"+-{result['precision']:.0%} after {result['rounds']} rounds: the "
+                           f"machine is too noisy to decide smaller differences (raise --budget "
+                           f"or run on a quieter machine)")
+
+
+def row_notes(row: dict) -> list[str]:
+    """What a row's table cells have no room for: its error, that it claimed nothing and
+    why (backends skipped, the reasons nodes stayed native), the regions that fell back to
+    native at run time and why."""
+    if row.get("error"):
+        return [f"failed: {row['error']}"]
+    notes = [row["added"]] if row.get("added") else []
+    plan = row.get("plan")
+    if not row.get("claimed") and not row.get("fell_back") and plan is not None:
+        counts: dict[str, int] = {}
+        for d in plan["nodes"]:
+            why = REASONS.get(d["reason"], d["reason"]) if d["reason"] else "unclaimed"
+            counts[why] = counts.get(why, 0) + 1
+        whys = [f"skipped {s}" for s in row.get("skipped", [])]
+        whys += [f"{n} op(s): {why}" for why, n in sorted(counts.items(), key=lambda kv: -kv[1])]
+        notes.append("claimed nothing, runs every op natively (" + "; ".join(whys[:3]) + ")")
+    for region in (plan or {}).get("regions", []):
+        if region.get("status") == "fallback":
+            notes.append(f"region {region['node']} ({region['backend']}, "
+                         f"{len(region['members'])} ops) fell back to native at run time: "
+                         f"{region['cause']}")
+    if row.get("finish_error"):
+        notes.append(f"could not read its last figures: {row['finish_error']}")
+    return notes
 
 
 def _differences(values: dict, reference: dict) -> dict:

@@ -16,13 +16,13 @@ from rich.table import Table
 
 from graphexec.core.subgraph import get_backend, list_backends
 
-from . import compare, diff_plan, parse_strategies
+from . import compare, diff_plan, parse_strategies, row_notes
 from .models import load_model, parse_shapes
 from .plot import plot_model
 from .report import write_report
 
 __all__ = ["add_compare", "add_diff_plan", "add_info", "add_plot", "add_backends",
-           "compare_table"]
+           "compare_table", "compare_notes"]
 
 
 def _model_args(p: argparse.ArgumentParser) -> None:
@@ -38,28 +38,46 @@ def _load(args: argparse.Namespace):
     return load_model(args.model, shapes=parse_shapes(args.shape) or None, epoch=args.epoch)
 
 
-def _console():
-    """A rich console; wide when the output is not a terminal (a file, a pipe, CI logs), so
-    tables keep one line per row."""
+def _console(width: int = 100):
+    """A rich console: the terminal's width in a terminal; ``width`` columns otherwise (a
+    file, a pipe, CI logs), so tables keep one line per row."""
     import sys
 
-    return Console() if sys.stdout.isatty() else Console(width=200)
+    return Console() if sys.stdout.isatty() else Console(width=width)
 
 
 # -- graphexec compare ---------------------------------------------------------------------
 def add_compare(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("compare", help="run a model under several partitioning strategies",
-                       description="Run MODEL under each strategy and print one row per "
-                                   "strategy: regions, ops claimed, boundary crossings, bind "
-                                   "time, latency, memory, difference from NONE, fallbacks.")
+                       description="Bind MODEL under each strategy, time them in turn (round-"
+                                   "robin) and print per strategy what it claimed, its "
+                                   "latency, its speed-up over the baseline with a 95%% "
+                                   "confidence interval and a verdict (faster / slower / "
+                                   "same), and its difference from NONE.")
     _model_args(p)
-    p.add_argument("--strategies", default="NONE,default,onnxrt,fused",
+    p.add_argument("--strategies", default="NONE,onnxrt,fused",
                    help="strategies separated by commas (options attach to the strategy "
                         "before them: onnxrt:min_size=4,threads=2); chain backends with + "
-                        "(onnxrt+fused), or separate strategies with ; (default: %(default)s)")
+                        "(onnxrt+fused), or separate strategies with ; ; a strategy may be "
+                        "listed twice (default: %(default)s)")
+    p.add_argument("--baseline", metavar="NAME",
+                   help="the strategy speed-ups are relative to (default NONE, added when "
+                        "not listed)")
     p.add_argument("--train", action="store_true", help="time forward+backward too")
-    p.add_argument("--repeat", type=int, default=20, metavar="N",
-                   help="timed runs per measurement (default %(default)s)")
+    p.add_argument("--repeat", type=int, default=10, metavar="N",
+                   help="rounds of timing at least (default %(default)s)")
+    p.add_argument("--budget", type=float, default=20.0, metavar="SECONDS",
+                   help="timing stops when every interval is narrow enough or after this "
+                        "long (default %(default)s)")
+    p.add_argument("--precision", type=float, default=0.02, metavar="FRACTION",
+                   help="an interval is narrow enough within +-FRACTION (default "
+                        "%(default)s)")
+    p.add_argument("--isolate", action="store_true",
+                   help="bind each strategy in its own process (its own peak memory, no "
+                        "library of one strategy in another's process); still timed in turn")
+    p.add_argument("--wide", action="store_true",
+                   help="every column (regions, crossings, bind and first-run time, "
+                        "quartiles, memory, fallbacks)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs/parameters")
     p.add_argument("--json", metavar="PATH", help="write the results as JSON")
     p.add_argument("--report", metavar="PATH", help="write a self-contained HTML report")
@@ -68,7 +86,7 @@ def add_compare(sub: argparse._SubParsersAction) -> None:
 
 def run_compare(args: argparse.Namespace) -> int:
 
-    console = _console()
+    console = _console(260 if args.wide else 100)
     model = _load(args)
     strategies = parse_strategies(args.strategies)
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
@@ -78,8 +96,11 @@ def run_compare(args: argparse.Namespace) -> int:
         def progress(strategy: str, phase: str) -> None:
             bar.update(task, description=f"{strategy}: {phase}")
         result = compare(model, strategies, train=args.train, repeat=args.repeat,
-                         seed=args.seed, progress=progress)
-    console.print(compare_table(result))
+                         seed=args.seed, budget_s=args.budget, baseline=args.baseline,
+                         isolate=args.isolate, precision=args.precision, progress=progress)
+    console.print(compare_table(result, wide=args.wide))
+    for line in compare_notes(result):
+        console.print(line, highlight=False)
     if result["interrupted"]:
         console.print("[yellow]interrupted: the rows above are what was measured[/yellow]")
     if args.json:
@@ -98,9 +119,11 @@ def _json_default(value: Any) -> Any:
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
 
 
-def _ms(stats: dict | None) -> str:
+def _ms(stats: dict | None, quartiles: bool = False) -> str:
     if not stats:
         return "-"
+    if not quartiles:
+        return _num(stats["median"])
     return f"{_num(stats['median'])} ({_num(stats['q1'])}-{_num(stats['q3'])})"
 
 
@@ -112,38 +135,91 @@ def _mb(n: int | None) -> str:
     return "-" if n is None else f"{n / 2**20:.1f}"
 
 
-def compare_table(result: dict):
-    """A rich Table of a :func:`~graphexec.tools.compare.compare` result."""
+_VERDICT_STYLE = {"faster": "bold green", "slower": "bold red"}
+
+
+def compare_table(result: dict, wide: bool = False):
+    """A rich Table of a :func:`~graphexec.tools.compare.compare` result: what each strategy
+    claimed, its latency, its speed-up over the baseline with the 95% interval and the
+    verdict (only a significant one highlighted), its difference from NONE; ``wide`` adds
+    regions, crossings, bind and first-run time, quartiles, memory and fallbacks."""
     m = result["model"]
-    title = (f"{m['name']} ({m['source']}): {m['num_ops']} ops, {m['num_params']:,} parameters, "
-             f"inputs {m['inputs']}" + (", training" if result["train"] else ""))
+    title = (f"{m['name']}: {m['num_ops']} ops, {m['num_params']:,} parameters"
+             + (", training" if result["train"] else ""))
     table = Table(title=title)
-    columns = ["strategy", "regions", "claimed/total", "crossings (MB)", "bind s",
-               "1st run s", "forward ms (q1-q3)"]
+    headline = "train" if result["train"] else "fwd"
+    columns = ["strategy", "claimed/ops"]
+    if wide:
+        columns += ["regions", "crossings (MB)", "bind s", "1st run s"]
+    columns.append("fwd ms" + (" (q1-q3)" if wide else ""))
     if result["train"]:
-        columns.append("train ms (q1-q3)")
-    columns += ["planned MB", "peak RSS MB (+growth)", "max |diff|", "rel diff", "fallbacks"]
+        columns.append("train ms" + (" (q1-q3)" if wide else ""))
+    columns += [f"{headline} speed-up (95% CI)", "verdict", "rel diff"]
+    if wide:
+        columns += ["max |diff|", "planned MB", "peak RSS MB (+growth)", "fallbacks"]
     for c in columns:
-        table.add_column(c, justify="left" if c == "strategy" else "right")
+        table.add_column(c, justify="left" if c in ("strategy", "verdict") else "right")
     for row in result["strategies"]:
         if row.get("error"):
-            table.add_row(row["strategy"], f"[red]failed: {row['error']}[/red]",
+            table.add_row(row["strategy"], "[red]failed (see below)[/red]",
                           *[""] * (len(columns) - 2))
             continue
-        claimed = ", ".join(f"{b} {n}" for b, n in row["claimed"].items()) or "0"
-        cells = [row["strategy"], str(row["regions"]), f"{claimed} / {row['total_ops']}",
-                 f"{row['boundaries']} ({row['boundary_bytes'] / 2**20:.2f})",
-                 f"{row['bind_s']:.3f}", f"{row['first_run_s']:.3f}", _ms(row["forward_ms"])]
-        if result["train"]:
-            cells.append(_ms(row["train_ms"]))
-        cells += [_mb(row["planned_bytes"]),
-                  f"{_mb(row['peak_rss_bytes'])} (+{_mb(row['rss_growth_bytes'])})",
-                  f"{row['max_abs_diff']:.3g}", f"{row['max_rel_diff']:.3g}",
-                  str(row["fallbacks"])]
-        table.add_row(*cells)
+        table.add_row(*_cells(row, result, wide))
     return table
 
 
+def _cells(row: dict, result: dict, wide: bool) -> list[str]:
+    claimed = ", ".join(f"{b} {n}" for b, n in row["claimed"].items()) or "nothing"
+    cells = [row["strategy"], f"{claimed}/{row['total_ops']}"]
+    if wide:
+        cells += [str(row["regions"]),
+                  f"{row['boundaries']} ({row['boundary_bytes'] / 2**20:.2f})",
+                  f"{row['bind_s']:.3f}", f"{row['first_run_s']:.3f}"]
+    cells.append(_ms(row.get("forward_ms"), wide))
+    if result["train"]:
+        cells.append(_ms(row.get("train_ms"), wide))
+    cells += [_speedup_text(row), _verdict_text(row), f"{row['max_rel_diff']:.2g}"]
+    if wide:
+        cells += [f"{row['max_abs_diff']:.3g}", _mb(row["planned_bytes"]),
+                  f"{_mb(row['peak_rss_bytes'])} (+{_mb(row['rss_growth_bytes'])})",
+                  str(row["fallbacks"])]
+    return cells
+
+
+def _speedup_text(row: dict) -> str:
+    if row.get("verdict") == "baseline":
+        return "1 (baseline)"
+    if row.get("speedup") is None:
+        return "-"
+    ci = row.get("ci95")
+    interval = f" ({ci[0]:.2f}-{ci[1]:.2f})" if ci else " (too few rounds)"
+    return f"{row['speedup']:.2f}x{interval}"
+
+
+def _verdict_text(row: dict) -> str:
+    v = row.get("verdict")
+    if v is None or v == "baseline":
+        return "" if v is None else "baseline"
+    text = v + (", noisy" if row.get("noisy") else "")
+    style = _VERDICT_STYLE.get(v)
+    return f"[{style}]{text}[/{style}]" if style else text
+
+
+def compare_notes(result: dict) -> list[str]:
+    """The lines printed under the table: how to read it, then per strategy what the table
+    has no room for (why it claimed nothing, what fell back, its error)."""
+    rounds, number = result.get("rounds"), result.get("calls_per_sample") or {}
+    calls = ", ".join(f"{n} {k}" for k, n in number.items())
+    lines = [f"speed-up = {result['baseline']} time / strategy time (>1: faster), median of "
+             f"{rounds} rounds timed in turn ({calls} call(s) per sample); the interval holds "
+             f"the true speed-up with 95% confidence; 'faster'/'slower' only when it excludes "
+             f"1 and the speed-up is at least {result['min_effect']:.0%}; rel diff: largest "
+             f"difference from {result['reference']} relative to its largest value."]
+    if result.get("noisy"):
+        lines.append(f"[yellow]{result['noisy']}[/yellow]")
+    for row in result["strategies"]:
+        lines += [f"{row['strategy']}: {note}" for note in row_notes(row)]
+    return lines
 # -- graphexec diff-plan -------------------------------------------------------------------
 def add_diff_plan(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("diff-plan", help="list the nodes two strategies partition differently",

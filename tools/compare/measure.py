@@ -1,6 +1,7 @@
-"""Measuring one partitioning strategy on one model: bind, first run, latency, memory, what was
-claimed and how much data crosses region boundaries, and how far the results are from the
-reference (the model run with no backend).
+"""Binding one partitioning strategy on one model for a comparison: bind, first run, what was
+claimed (and what fell back to native at run time), how much data crosses region boundaries,
+the values to check against the reference, and a timer the comparison calls in turn with the
+other strategies' (see :func:`graphexec.core.runtime.timing.interleave`).
 
 A strategy is a backend text as ``bind(backend=...)`` takes it (``NONE``, ``onnxrt``,
 ``onnxrt:min_size=4,threads=2``, a chain ``onnxrt,fused``); ``+`` also joins a chain
@@ -18,7 +19,7 @@ import numpy as np
 from graphexec.core.ir.random import seed as seed_random
 from graphexec.core.subgraph.region import REGION_OP
 
-__all__ = ["run_strategy", "latency_stats", "peak_rss"]
+__all__ = ["Session", "prepare", "latency_stats", "peak_rss"]
 
 
 def latency_stats(samples_s: list[float]) -> dict:
@@ -45,72 +46,71 @@ def peak_rss(reset: bool = False) -> int | None:
     return None
 
 
-def _timed(fn: Callable[[], Any], repeat: int, budget_s: float) -> list[float]:
-    """Up to ``repeat`` timings of ``fn`` (fewer when they would exceed ``budget_s``; at
-    least 3)."""
-    samples: list[float] = []
-    start = time.perf_counter()
-    for i in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - t0)
-        if i >= 2 and time.perf_counter() - start > budget_s:
-            break
-    return samples
+class Session:
+    """One strategy bound in this process: ``row`` (its figures), ``values`` (outputs, and
+    gradients with ``train``), and :meth:`timer`."""
+
+    def __init__(self, exe, train: bool, row: dict, figures: Callable[[], dict]):
+        self.exe, self.train, self.row, self.values = exe, train, row, {}
+        self.figures = figures
+        heads = [np.ones(o.shape, o.dtype) for o in exe.outputs]
+
+        def train_step() -> None:
+            exe.forward(is_train=True)
+            exe.backward(heads)
+        self.calls = {"forward": lambda: exe.forward(is_train=False), "train": train_step}
+
+    def timer(self, kind: str, number: int) -> Callable[[], float]:
+        """A function timing ``number`` calls of ``kind`` ("forward" or "train"), returning
+        seconds per call."""
+        call = self.calls[kind]
+
+        def timed() -> float:
+            t0 = time.perf_counter()
+            for _ in range(number):
+                call()
+            return (time.perf_counter() - t0) / number
+        return timed
+
+    def finish(self) -> dict:
+        """The figures that timing can change (a region falling back at run time), read
+        again; releases the executor."""
+        figures = self.figures()
+        self.exe = self.calls = self.figures = None
+        return figures
 
 
-def run_strategy(model, strategy: str, inputs: dict[str, np.ndarray], *, train: bool,
-                 repeat: int, budget_s: float = 30.0, seed: int = 0,
-                 step: Callable[[str], None] | None = None) -> tuple[dict, dict]:
-    """Measure ``strategy`` on ``model`` (a :class:`~.models.Model`) with ``inputs``.
-
-    Returns (row, values): ``row`` is the plain-data result of the strategy (see
-    :func:`graphexec.tools.compare.compare`), ``values`` the outputs (and with ``train`` the
-    parameter gradients) by name, to compare with the reference. ``step(phase)`` is called
-    as each phase starts (progress display). Exceptions propagate: the caller records them."""
+def prepare(model, strategy: str, inputs: dict[str, np.ndarray], *, train: bool,
+            seed: int = 0, step: Callable[[str], None] | None = None) -> Session:
+    """Bind ``strategy`` on ``model`` (a :class:`~.models.Model`) with ``inputs``, run it
+    once and record its figures (see :func:`graphexec.tools.compare.compare`). ``step(phase)``
+    is called as each phase starts. Exceptions propagate: the caller records them."""
     step = step or (lambda phase: None)
-    row: dict[str, Any] = {"strategy": strategy, "error": None}
-
+    row: dict[str, Any] = {"error": None}
     step("bind")
-    gc.collect()  # the previous strategy's executor goes before the peak is reset
+    gc.collect()  # the previous strategy's garbage goes before the peak is reset
     rss_base = peak_rss(reset=True)
     t0 = time.perf_counter()
     exe = model.bind(strategy, train=train)
     row["bind_s"] = time.perf_counter() - t0
     for name, value in inputs.items():
         exe.arg_dict[name][...] = value
-
-    def forward():
-        exe.forward(is_train=False)
-
-    # head gradients of ones for outputs that are not loss heads (loss heads ignore them)
-    heads = [np.ones(o.shape, o.dtype) for o in exe.outputs]
-
-    def train_step():
-        exe.forward(is_train=True)
-        exe.backward(heads)
-
+    kept = set(model.arg_params) | set(model.aux_params)
+    session = Session(exe, train, row, lambda: partition_figures(exe, model.symbol, kept))
     step("first run")
     t0 = time.perf_counter()
-    (train_step if train else forward)()
+    session.calls["train" if train else "forward"]()
     row["first_run_s"] = time.perf_counter() - t0
-    values = _values(exe, model, train, seed, heads)
-
-    step("forward")
-    row["forward_ms"] = latency_stats(_timed(forward, repeat, budget_s))
-    row["train_ms"] = None
-    if train:
-        step("train step")
-        row["train_ms"] = latency_stats(_timed(train_step, repeat, budget_s))
+    heads = [np.ones(o.shape, o.dtype) for o in exe.outputs]
+    session.values = _values(exe, model, train, seed, heads)
     row["planned_bytes"] = exe.memory_plan["planned_bytes"]
     row["peak_rss_bytes"] = peak = peak_rss()
-    # what this strategy added on top of the process (libraries loaded, sessions, kernels)
+    # what binding and the first run added on top of the process (libraries, sessions, kernels)
     row["rss_growth_bytes"] = None if peak is None or rss_base is None else peak - rss_base
-    kept = set(model.arg_params) | set(model.aux_params)
-    row.update(_partition_figures(exe, model.symbol, kept))
+    row.update(session.figures())
     if row["plan"] and row["plan"]["decisions"]:
         row["auto"] = {"decisions": row["plan"]["decisions"]}
-    return row, values
+    return session
 
 
 def _values(exe, model, train: bool, seed: int, heads: list) -> dict[str, np.ndarray]:
@@ -130,20 +130,21 @@ def _values(exe, model, train: bool, seed: int, heads: list) -> dict[str, np.nda
     return values
 
 
-def _partition_figures(exe, sym, kept: set[str]) -> dict:
-    """Regions, ops claimed by backend, boundary crossings and their bytes, fallbacks."""
+def partition_figures(exe, sym, kept: set[str]) -> dict:
+    """Regions, ops claimed by backend (regions that fell back to native at run time not
+    counted: they are under ``fell_back``), boundary crossings and their bytes, fallbacks,
+    the backends skipped and why."""
     plan = exe.partition_plan
     total = sum(1 for n in sym._indexed().nodes if n.op is not None)
-    claimed: dict[str, int] = {}
-    if plan is not None:
-        for d in plan.nodes.values():
-            if d.backend is not None:
-                claimed[d.backend] = claimed.get(d.backend, 0) + 1
     crossings, crossing_bytes = _boundaries(exe, kept)
-    return {"regions": len(plan.regions) if plan is not None else 0, "claimed": claimed,
+    if plan is None:
+        return {"regions": 0, "claimed": {}, "fell_back": {}, "total_ops": total,
+                "boundaries": crossings, "boundary_bytes": crossing_bytes, "fallbacks": 0,
+                "skipped": [], "plan": None}
+    return {"regions": sum(1 for r in plan.regions if r.status != "fallback"),
+            "claimed": plan.claimed_by_backend(), "fell_back": plan.fallen_back_by_backend(),
             "total_ops": total, "boundaries": crossings, "boundary_bytes": crossing_bytes,
-            "fallbacks": plan.fallbacks if plan is not None else 0,
-            "plan": plan.to_dict() if plan is not None else None}
+            "fallbacks": plan.fallbacks, "skipped": list(plan.skipped), "plan": plan.to_dict()}
 
 
 def _boundaries(exe, kept: set[str]) -> tuple[int, int]:

@@ -1,9 +1,12 @@
 """The self-contained HTML report of a comparison (``graphexec compare ... --report out.html``).
 
 One page, no network: inline CSS and SVG, no script. It shows the model, the comparison table
-(best latency highlighted, failed strategies with their error), latency strip/box plots on a
-shared axis, the 'auto' strategy's per-region decisions, and every strategy's partitioned graph
-(one tab each) with its regions and the reasons nodes stayed native. The markup is also
+(speed-ups over the baseline with their 95% intervals and verdicts: only a significant one is
+highlighted; failed strategies with their error; notes on strategies that claimed nothing or
+fell back), the speed-up intervals as bars around 1, latency strip/box plots on a shared axis,
+the 'auto' strategy's per-region decisions, and every strategy's partitioned graph (one tab
+each) with its regions (those that fell back to native at run time marked) and the reasons
+nodes stayed native. The markup is also
 well-formed XML, so tests (and tools) can parse it with ``xml.etree``.
 
 >>> write_report(gx.compare("resnet18_v1", "NONE,onnxrt,fused"), "report.html")
@@ -17,6 +20,7 @@ from graphexec.core.ir.errors import GraphexecError
 from graphexec.core.subgraph.plan import REASONS
 from graphexec.core.symbol.json_io import load_json
 
+from . import row_notes
 from .plot import backend_colour, esc, graph_svg
 
 __all__ = ["html_report", "write_report"]
@@ -33,7 +37,9 @@ table.cmp { font-size: 13px; } table.cmp td.num, .nowrap { white-space: nowrap; 
 table.cmp td.err { max-width: 22em; } small { color: #555; } .scroll { overflow-x: auto; }
 figure { margin: 8px 0; } figcaption { font-weight: bold; }
 th { background: #f2f2f2; } td.text, th.text { text-align: left; }
-td.best { background: #c9f2c7; font-weight: bold; }
+td.best, td.faster { background: #c9f2c7; font-weight: bold; }
+td.slower { background: #f8d0cc; font-weight: bold; }
+tr.fallback td { background: #fdecea; }
 .err { color: #a0281e; } tr.failed td { background: #fdecea; }
 .chip { display: inline-block; width: 10px; height: 10px; border: 1px solid #555;
         border-radius: 2px; margin-right: 4px; }
@@ -67,7 +73,10 @@ def html_report(result: dict) -> str:
     if result.get("interrupted"):
         body.append('<p class="banner">Interrupted: only the strategies measured before '
                     'Ctrl-C are shown.</p>')
-    body += ["<h2>Comparison</h2>", _table(rows, result.get("reference", "NONE")),
+    if result.get("noisy"):
+        body.append(f'<p class="banner noisy">{esc(result["noisy"])}</p>')
+    body += ["<h2>Comparison</h2>", _table(rows), _notes(rows),
+             "<h2>Speed-up</h2>", _speedup_svg(rows, result),
              "<h2>Latency</h2>", _latency_svg(rows, "forward_ms", "forward, ms")]
     if any(r.get("train_ms") for r in rows):
         body.append(_latency_svg(rows, "train_ms", "training step (forward + backward), ms"))
@@ -91,42 +100,56 @@ def _header(result: dict) -> str:
     items = [("source", model.get("source", "")), ("inputs", inputs),
              ("operators", model.get("num_ops")), ("parameters", _count(model.get("num_params"))),
              ("mode", "training (forward + backward)" if result.get("train") else "inference"),
-             ("timed runs", result.get("repeat")), ("reference", result.get("reference", "NONE"))]
+             ("timing", _timing_text(result)),
+             ("baseline", result.get("baseline", "NONE")),
+             ("reference", result.get("reference", "NONE")),
+             ("processes", "one per strategy" if result.get("isolate") else "one")]
     return '<dl class="meta">' + "".join(f"<dt>{esc(k)}</dt><dd>{esc(_text(v))}</dd>"
                                          for k, v in items) + "</dl>"
 
 
+def _timing_text(result: dict) -> str:
+    rounds = result.get("rounds")
+    if rounds is None:
+        return f"{result.get('repeat')} runs"
+    calls = ", ".join(f"{n} {k}" for k, n in (result.get("calls_per_sample") or {}).items())
+    return (f"{rounds} rounds in turn ({calls} call(s) per sample); 95% intervals, a "
+            f"difference needs {result.get('min_effect', 0):.0%} at least")
+
+
 _COLUMNS = ["strategy", "status", "regions", "claimed ops", "boundaries", "bind s",
-            "first run s", "forward ms, q1\u2013q3", "speed-up", "train ms, q1\u2013q3",
-            "planned / peak RSS", "max diff abs / rel", "fallbacks"]
+            "first run s", "forward ms, q1\u2013q3", "speed-up, 95% interval", "verdict",
+            "train ms, q1\u2013q3", "planned / peak RSS", "max diff abs / rel", "fallbacks"]
 
 
-def _table(rows: list[dict], reference: str) -> str:
-    """One row per strategy; the lowest forward (and train) median is highlighted."""
-    best = {key: _best(rows, key) for key in ("forward_ms", "train_ms")}
-    ref = next((r for r in rows if r["strategy"] == reference and not r.get("error")), None)
+def _table(rows: list[dict]) -> str:
+    """One row per strategy; only a significant verdict is highlighted."""
     head = "".join(f'<th class="{"text" if i < 2 else "num"}">{esc(c)}</th>'
                    for i, c in enumerate(_COLUMNS))
     out = [f'<div class="scroll"><table class="cmp"><thead><tr>{head}</tr></thead><tbody>']
     for i, row in enumerate(rows):
-        out.append(_table_row(i, row, best, ref))
+        out.append(_table_row(i, row))
     out.append("</tbody></table></div>")
     return "".join(out)
 
 
-def _table_row(i: int, row: dict, best: dict, ref: dict | None) -> str:
+def _table_row(i: int, row: dict) -> str:
     error = row.get("error")
     status = f'<td class="text err">{esc(error)}</td>' if error else '<td class="text">ok</td>'
     claimed = ", ".join(f'<span class="chip" style="background:{backend_colour(b)}"></span>'
                         f"{esc(b)} {n}" for b, n in (row.get("claimed") or {}).items())
     if "total_ops" in row:
         claimed = f"{claimed or 'none'} / {row['total_ops']}"
-    speed = _speedup(row, ref)
+    verdict = row.get("verdict")
+    cls = "text faster" if verdict == "faster" else "text slower" if verdict == "slower" \
+        else "text"
+    verdict_text = (verdict or "") + (", noisy" if row.get("noisy") else "")
     cells = [_num(row.get("regions")), f'<td class="text nowrap">{claimed}</td>',
              _num(_boundaries(row)), _num(_fixed(row.get("bind_s"), 3)),
              _num(_fixed(row.get("first_run_s"), 3)),
-             _latency_cell(row, "forward_ms", best), _num(speed),
-             _latency_cell(row, "train_ms", best),
+             _latency_cell(row, "forward_ms"), _num(_speedup(row)),
+             f'<td class="{cls}">{esc(_text(verdict_text))}</td>',
+             _latency_cell(row, "train_ms"),
              _num(_pair(_bytes(row.get("planned_bytes")), _bytes(row.get("peak_rss_bytes")))),
              _num(_pair(_sci(row.get("max_abs_diff")), _sci(row.get("max_rel_diff")))),
              _num(row.get("fallbacks"))]
@@ -135,25 +158,94 @@ def _table_row(i: int, row: dict, best: dict, ref: dict | None) -> str:
             f'<td class="text"><b>{esc(row["strategy"])}</b></td>{status}{"".join(cells)}</tr>')
 
 
-def _best(rows: list[dict], key: str) -> float | None:
-    medians = [r[key]["median"] for r in rows if not r.get("error") and r.get(key)]
-    return min(medians) if medians else None
-
-
-def _latency_cell(row: dict, key: str, best: dict) -> str:
+def _latency_cell(row: dict, key: str) -> str:
     stats = row.get(key)
     if not stats:
         return _num(None)
-    cls = "num best" if not row.get("error") and stats["median"] == best[key] else "num"
-    return (f'<td class="{cls}">{_ms(stats["median"])}<br/>'
+    return (f'<td class="num">{_ms(stats["median"])}<br/>'
             f'<small>{_ms(stats["q1"])}\u2013{_ms(stats["q3"])}</small></td>')
 
 
-def _speedup(row: dict, ref: dict | None) -> str | None:
-    stats, base = row.get("forward_ms"), (ref or {}).get("forward_ms")
-    if not stats or not base or stats["median"] <= 0:
+def _speedup(row: dict) -> tuple[str, str] | str | None:
+    if row.get("verdict") == "baseline":
+        return "1\u00d7", "baseline"
+    if row.get("speedup") is None:
         return None
-    return f"{base['median'] / stats['median']:.2f}\u00d7"
+    ci = row.get("ci95")
+    return (f"{row['speedup']:.2f}\u00d7",
+            f"{ci[0]:.2f}\u2013{ci[1]:.2f}" if ci else "too few rounds")
+
+
+def _notes(rows: list[dict]) -> str:
+    """What the table has no room for (see :func:`graphexec.tools.compare.row_notes`)."""
+    items = [f'<li data-strategy="{esc(r["strategy"])}"><b>{esc(r["strategy"])}</b>: '
+             f"{esc(note)}</li>" for r in rows for note in row_notes(r) if not r.get("error")]
+    return f'<ul class="notes">{"".join(items)}</ul>' if items else ""
+
+
+def _speedup_svg(rows: list[dict], result: dict) -> str:
+    """Each strategy's speed-up over the baseline: its 95% interval as a bar, the estimate
+    as a dot, on a log axis with 1 marked (right of it: faster)."""
+    shown = [r for r in rows if r.get("speedup") is not None and not r.get("error")]
+    if not shown:
+        return '<p class="speedup">No speed-up measured.</p>'
+    values = [v for r in shown for v in [r["speedup"], *(r.get("ci95") or [])]]
+    axis = _RatioAxis(min(values + [1 / 1.1]), max(values + [1.1]))
+    label_w = 12 + _LABEL_CH * max(len(r["strategy"]) for r in shown)
+    width, height = label_w + _PLOT_W + 150, 40 + _ROW_H * len(shown)
+    one = label_w + axis.at(1.0)
+    out = [f'<figure class="speedup" data-metric="speedup"><figcaption>speed-up over '
+           f'{esc(result.get("baseline", "NONE"))} with 95% intervals (log scale; right of 1: '
+           f'faster)</figcaption><svg xmlns="http://www.w3.org/2000/svg" width="{width:.0f}" '
+           f'height="{height}" viewBox="0 0 {width:.0f} {height}" '
+           f'font-family="system-ui, sans-serif" font-size="12">']
+    for t in axis.ticks():
+        x = label_w + axis.at(t)
+        out.append(f'<line x1="{x:.1f}" y1="4" x2="{x:.1f}" y2="{height - 22}" stroke="#e3e3e3"/>'
+                   f'<text x="{x:.1f}" y="{height - 8}" text-anchor="middle" fill="#555">'
+                   f'{t:g}</text>')
+    out.append(f'<line x1="{one:.1f}" y1="4" x2="{one:.1f}" y2="{height - 22}" '
+               f'stroke="#333" stroke-dasharray="4 3"/>')
+    for k, row in enumerate(shown):
+        out.append(_speedup_row(k, row, axis, label_w))
+    out.append("</svg></figure>")
+    return "".join(out)
+
+
+class _RatioAxis:
+    """Maps a ratio to x in [0, _PLOT_W] on a log scale over the data (a little margin)."""
+
+    TICKS = (0.1, 0.2, 0.3, 0.5, 0.7, 0.8, 0.9, 1.0, 1.1, 1.25, 1.5, 2, 3, 5, 10, 20, 50)
+
+    def __init__(self, lo: float, hi: float):
+        self.lo, self.hi = math.log(lo) - 0.05, math.log(hi) + 0.05
+
+    def at(self, v: float) -> float:
+        return _PLOT_W * (math.log(v) - self.lo) / (self.hi - self.lo)
+
+    def ticks(self) -> list[float]:
+        return [t for t in self.TICKS if self.lo <= math.log(t) <= self.hi]
+
+
+def _speedup_row(k: int, row: dict, axis: _RatioAxis, label_w: float) -> str:
+    y = 10 + k * _ROW_H + _ROW_H / 2
+    colour = {"faster": "#2e8b3a", "slower": "#b3261e"}.get(row.get("verdict"), "#4a76a8")
+    x = label_w + axis.at(row["speedup"])
+    out = [f'<g class="speedup-row" data-strategy="{esc(row["strategy"])}" '
+           f'data-verdict="{esc(row.get("verdict"))}"><text x="4" y="{y + 4:.1f}">'
+           f'{esc(row["strategy"])}</text>']
+    ci = row.get("ci95")
+    if ci:
+        x0, x1 = label_w + axis.at(ci[0]), label_w + axis.at(ci[1])
+        out.append(f'<rect class="interval" x="{x0:.1f}" y="{y - 5:.1f}" '
+                   f'width="{max(x1 - x0, 1):.1f}" height="10" fill="{colour}" '
+                   f'fill-opacity="0.35" stroke="{colour}"/>')
+    text = f"{row['speedup']:.2f}\u00d7 {row.get('verdict', '')}"
+    out.append(f'<circle cx="{x:.1f}" cy="{y:.1f}" r="4" fill="{colour}"/>'
+               f'<text x="{label_w + _PLOT_W + 10:.1f}" y="{y + 4:.1f}">{esc(text)}</text>'
+               f'<title>{esc(row["strategy"])}: {esc(text)}'
+               f'{esc(f", 95% interval {ci[0]:.3f}-{ci[1]:.3f}" if ci else "")}</title></g>')
+    return "".join(out)
 
 
 def _boundaries(row: dict) -> tuple[str, str] | None:
@@ -296,17 +388,22 @@ def _auto_table(row: dict) -> str:
     head = "".join(f"<th>{esc(b)} ms</th>" for b in backends)
     out = [f'<h3>Per-region decisions of {esc(row["strategy"])}</h3><table class="auto">'
            f'<thead><tr><th class="text">region</th><th>ops</th><th class="text">chosen</th>'
-           f"{head}</tr></thead><tbody>"]
+           f'{head}<th>speed-up, 95% interval</th><th class="text">verdict</th></tr></thead>'
+           f"<tbody>"]
     for d in decisions:
         times = d.get("timings_ms", {})
         cells = "".join(
             f'<td class="num{" best" if b == d.get("chosen") else ""}">'
             f'{_ms(times[b]) if b in times else _text(None)}</td>' for b in backends)
+        ci = d.get("ci95")
+        speed = None if d.get("speedup") is None else (
+            f"{d['speedup']:.2f}\u00d7", f"{ci[0]:.2f}\u2013{ci[1]:.2f}" if ci else "")
         members = esc(", ".join(d.get("members", [])))
         out.append(f'<tr class="auto-row" data-region="{esc(d["region"])}">'
                    f'<td class="text">{esc(d["region"])}</td><td title="{members}">'
                    f'{len(d.get("members", []))}</td><td class="text">{esc(d.get("chosen"))}'
-                   f"</td>{cells}</tr>")
+                   f'</td>{cells}{_num(speed)}<td class="text">'
+                   f'{esc(d.get("note") or d.get("verdict") or "")}</td></tr>')
     out.append("</tbody></table>")
     return "".join(out)
 
@@ -370,15 +467,20 @@ def _panel(row: dict, symbol, shapes: dict, model: dict) -> str:
 def _regions_table(plan: dict) -> str:
     out = ['<table class="regions"><thead><tr><th>region</th><th class="text">backend</th>'
            '<th class="text">node</th><th>ops</th><th class="text">members</th>'
-           '<th class="text">inputs</th><th class="text">outputs</th></tr></thead><tbody>']
+           '<th class="text">inputs</th><th class="text">outputs</th>'
+           '<th class="text">status</th></tr></thead><tbody>']
     for reg in plan.get("regions", []):
         chip = f'<span class="chip" style="background:{backend_colour(reg["backend"])}"></span>'
-        out.append(f'<tr class="region-row" data-region="{esc(reg["id"])}">'
+        fell = reg.get("status") == "fallback"
+        status = f"fell back to native at run time: {reg.get('cause')}" if fell else "claimed"
+        out.append(f'<tr class="region-row{" fallback" if fell else ""}" '
+                   f'data-region="{esc(reg["id"])}">'
                    f'<td>{esc(reg["id"])}</td><td class="text">{chip}{esc(reg["backend"])}</td>'
                    f'<td class="text">{esc(reg["node"])}</td><td>{len(reg["members"])}</td>'
                    f'<td class="text">{_names(reg["members"])}</td>'
                    f'<td class="text">{_names(reg["inputs"])}</td>'
-                   f'<td class="text">{_names(reg["outputs"])}</td></tr>')
+                   f'<td class="text">{_names(reg["outputs"])}</td>'
+                   f'<td class="text">{esc(status)}</td></tr>')
     out.append("</tbody></table>")
     return "".join(out)
 

@@ -11,7 +11,9 @@ FAMILIES = ("elemwise", "elemwise_grad", "nn", "conv", "nn_grad", "conv_grad", "
             "loss", "init", "device", "rnn", "rnn_grad", "sequence", "attention", "ranges", "sorting",
             "detection", "detection_multibox", "detection_roi",
             "detection_proposal", "detection_psroi", "resample", "legacy", "norm", "geometry",
-            "deformable", "deformable_pool", "dynamic")
+            "deformable", "deformable_pool", "dynamic",
+            "linalg", "linalg_factor", "random", "pdf",
+            "misc", "loss_extra", "contrib", "custom")
 
 
 def load_all() -> dict:

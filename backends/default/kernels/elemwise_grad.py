@@ -3,6 +3,7 @@ of the forward node's input k, reduced over broadcast axes to that input's shape
 from __future__ import annotations
 
 import math
+from functools import partial
 
 from graphexec.core.ops.elemwise import BINARY, BROADCAST, SCALAR, base_name
 from graphexec.core.ops.elemwise_grad import SCALAR_OGRAD_ONLY, ZERO_GRAD
@@ -121,7 +122,17 @@ def _scalar_backward(call):
     s = cast_scalar(call.params.scalar, out)
     fn = _SCALAR_DERIV[call.op_name[len("_backward"):]]
     ins = call.inputs
+    if "mod" in call.op_name and out.dtype.kind in "iub":
+        return partial(out.fill, 0)   # MXNet: no gradient through integer modulo
     return lambda: xp.copyto(out, fn(xp, *ins, s), casting="unsafe")
+
+
+@kernel("_backward_mod_scalar")
+def mod_scalar_backward(call):
+    xp, og, out = call.xp, call.inputs[0], call.outputs[0]
+    if out.dtype.kind in "iub":
+        return partial(out.fill, 0)   # MXNet: no gradient through integer modulo
+    return partial(xp.copyto, out, og, casting="unsafe")
 
 
 for _name in _SCALAR_DERIV:
@@ -144,12 +155,19 @@ _BINARY_DERIV = {
 }
 
 
+def _zero_mod(xp, og, lhs, rhs, y):
+    return xp.zeros_like(og), xp.zeros_like(og)
+
+
 def _binary_backward(call):
     xp, outs = call.xp, call.outputs
     og, lhs, rhs = call.inputs[:3]
     y = call.inputs[3] if len(call.inputs) > 3 else None
-    fn = _BINARY_DERIV[base_name(call.op_name.replace("_backward_", ""))]
+    base = base_name(call.op_name.replace("_backward_", ""))
+    fn = _BINARY_DERIV[base]
     want = [r != "null" for r in call.req]
+    if base == "mod" and og.dtype.kind in "iub":
+        fn = _zero_mod   # MXNet: no gradient through integer modulo
 
     def run():
         dl, dr = fn(xp, og, lhs, rhs, y)

@@ -111,9 +111,11 @@ def reduce_backward(call):
     ogk, yk = og.reshape(keep), y.reshape(keep)
     name = call.op_name[len("_backward_"):]
     factor = (lambda xp, x, y: xp.sign(x)) if name == "norm" and p.ord == 1 else _FACTOR[name]
-    quiet = np.errstate(divide="ignore", invalid="ignore") if xp is np else nullcontext()
+    def quiet():
+        # a fresh context manager per run: numpy 2's errstate cannot be entered twice
+        return np.errstate(divide="ignore", invalid="ignore") if xp is np else nullcontext()
 
     def run():
-        with quiet:   # 0 / 0 is nan without a warning, as in MXNet
+        with quiet():   # 0 / 0 is nan without a warning, as in MXNet
             xp.multiply(ogk, factor(xp, x, yk), out=dx, casting="unsafe")
     return run

@@ -1,0 +1,42 @@
+"""The ``torch`` strategy: the native executor with PyTorch's CPU kernels for convolutions,
+BatchNorm, pooling and relu, forward and backward (oneDNN convolutions, as MXNet 1.9.1's CPU
+backend). An optional plugin: PyTorch is not a dependency of graphexec (``pip install torch``,
+the CPU wheel: ~190 MB, BSD-3-Clause; or ``graphexec[torch]``).
+
+``backend="torch"`` (``MXNET_SUBGRAPH_BACKEND=torch``) at bind, for training or inference::
+
+    exe = sym.simple_bind(gx.cpu(), backend="torch", data=(16, 3, 112, 112))
+
+No region is cut: after the gradient pass the supported nodes and their backward nodes are
+marked to run the ``torch`` kernel variants (:mod:`.select`, :mod:`.kernels`); the rest runs
+natively. PyTorch's threads follow OMP_NUM_THREADS (``torch.set_num_threads`` changes them).
+"""
+from __future__ import annotations
+
+from graphexec.core.hookspecs import hookimpl
+
+from .kernels import INPLACE, KERNELS
+from .select import NAME, make_backend, torch_kernels_pass
+
+__all__ = ["graphexec_register_kernels", "graphexec_register_passes",
+           "graphexec_register_subgraph_backends"]
+
+
+@hookimpl
+def graphexec_register_kernels(registry) -> None:
+    """The ``torch`` kernel variants (CPU)."""
+    for name, factory in KERNELS.items():
+        registry.register(name, factory, device="cpu", inplace=name in INPLACE, variant=NAME)
+
+
+@hookimpl
+def graphexec_register_passes(register) -> None:
+    """Marks the nodes that run the variants, after the gradient pass."""
+    register("torch_kernels", requires=("shape", "dtype"),
+             stage="after_gradient")(torch_kernels_pass)
+
+
+@hookimpl
+def graphexec_register_subgraph_backends(register) -> None:
+    """The ``torch`` strategy."""
+    register(NAME, make_backend)

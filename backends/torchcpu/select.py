@@ -1,0 +1,186 @@
+"""Which nodes the ``torch`` strategy runs with PyTorch's kernels, and the pass that says so.
+
+``backend="torch"`` (or ``MXNET_SUBGRAPH_BACKEND=torch``) does not cut the graph into regions:
+the executed graph stays the native one, forward and backward, and after the gradient pass
+:func:`torch_kernels_pass` marks the nodes :func:`supported` accepts (and the backward node of
+each, which follows its forward node) with the kernel attribute, so that the executor runs
+them with the ``torch`` kernel variants (:mod:`.kernels`). Everything else runs natively; the
+partition plan records, per node, whether it got the variant or why not. Parameters stay the
+executor's arrays, so updates are seen at the next step.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from graphexec.core.ir.errors import GraphexecError
+from graphexec.core.ir.graph import Entry, Graph, Node
+from graphexec.core.ops.conv import channel_last, conv_geometry, pool_geometry
+from graphexec.core.runtime.kernels import KERNEL_ATTR
+from graphexec.core.subgraph import ReasonSelector, SubgraphBackend, SubgraphProperty
+
+from .kernels import KERNELS, load_torch
+
+__all__ = ["NAME", "supported", "torch_kernels_pass", "make_backend", "TorchKernelsProperty"]
+
+#: the strategy's name and the kernel variant's
+NAME = "torch"
+#: what the plan records for a node that runs the variant
+CHOSEN = "runs PyTorch's kernel (torch strategy, no region)"
+_F32 = np.dtype("float32")
+
+
+def _conv(node, shapes) -> str | None:
+    p = node.params
+    geo = conv_geometry(p)
+    if geo.last:
+        return f"layout {p.layout} (torch kernels take channel-first layouts)"
+    return None
+
+
+def _batch_norm(node, shapes) -> str | None:
+    data = shapes[0]
+    if node.params.axis % len(data) != 1:
+        return f"axis {node.params.axis} (torch kernels normalise axis 1)"
+    return None
+
+
+def _pooling(node, shapes) -> str | None:
+    p = node.params
+    data = shapes[0]
+    if p.global_pool or len(data) != 4 or channel_last(p.layout):
+        return "not 2-D channel-first pooling with a kernel"
+    if p.pool_type not in ("max", "avg"):
+        return f"pool_type {p.pool_type}"
+    geo, out_sp = pool_geometry(p, data)
+    pads = [left for left, _ in geo.pad]
+    if any(2 * pd > k for pd, k in zip(pads, geo.kernel)):
+        return "padding over half the kernel"
+    if p.pool_type == "avg" and p.pooling_convention != "valid":
+        return f"avg pooling with pooling_convention {p.pooling_convention}"
+    if p.pooling_convention not in ("valid", "full"):
+        return f"pooling_convention {p.pooling_convention}"
+    if tuple(out_sp) != _torch_pool_out(data[2:], geo, pads, p.pooling_convention == "full"):
+        return "PyTorch's ceil_mode gives another output size"
+    return None
+
+
+def _torch_pool_out(sp, geo, pads, ceil: bool) -> tuple:
+    out = []
+    for x, k, s, pd in zip(sp, geo.kernel, geo.stride, pads):
+        span = x + 2 * pd - k
+        o = (-(-span // s) if ceil else span // s) + 1
+        if ceil and (o - 1) * s >= x + pd:  # PyTorch: the last window starts inside
+            o -= 1
+        out.append(o)
+    return tuple(out)
+
+
+def _activation(node, shapes) -> str | None:
+    return None if node.params.act_type == "relu" else f"act_type {node.params.act_type}"
+
+
+_RULES = {"FullyConnected": lambda node, shapes: None, "Convolution": _conv, "BatchNorm": _batch_norm, "Pooling": _pooling,
+          "Activation": _activation}
+
+
+def supported(node, in_shapes: list, dtypes: list) -> str | None:
+    """None when the forward ``node`` runs the variant, else why not (every input and output
+    float32 with known shapes, and the op's own rule)."""
+    rule = _RULES.get(node.op.name) if node.op is not None else None
+    if rule is None:
+        return "no torch kernel for the op"
+    if any(s is None for s in in_shapes) or not in_shapes:
+        return "shapes not known"
+    if any(d is None or np.dtype(d) != _F32 for d in dtypes):
+        return "not float32"
+    try:
+        return rule(node, in_shapes)
+    except GraphexecError as exc:
+        return str(exc)
+
+
+class _Reasons(ReasonSelector):
+    """Claims nothing (no regions): records in the plan what the pass will decide."""
+
+    def __init__(self, shapes):
+        super().__init__()
+        self._shapes = shapes
+
+    def reason(self, node) -> str | None:
+        if self._shapes is None:
+            return "shapes not inferred at partitioning"
+        outs = node.op.num_visible_outputs(node.params)
+        why = supported(node, self._shapes.inputs(node), self._shapes.dtypes(node)[:outs + len(
+            node.inputs)])
+        return why or CHOSEN
+
+
+class TorchKernelsProperty(SubgraphProperty):
+    """The ``torch`` strategy's one property: no regions, only the plan's reasons (the
+    kernels are chosen after the gradient pass by :func:`torch_kernels_pass`)."""
+
+    name = "torch_kernels"
+    needs_shapes = True
+
+    def create_selector(self):
+        return _Reasons(self.shapes)
+
+
+def make_backend() -> SubgraphBackend:
+    return SubgraphBackend(NAME, [TorchKernelsProperty()])
+
+
+def torch_kernels_pass(graph: Graph) -> Graph:
+    """Mark the nodes that run the ``torch`` variant when the bind chose the strategy
+    (``graph`` itself otherwise). Registered for the ``after_gradient`` stage."""
+    plan = graph.attrs.get("partition_plan")
+    if plan is None or NAME not in plan.backends:
+        return graph
+    try:
+        load_torch()
+    except ImportError as exc:
+        raise GraphexecError(f"the {NAME!r} strategy needs PyTorch (pip install torch, the CPU "
+                             f"wheel; or graphexec[torch]): {exc}") from None
+    ig = graph.indexed
+    shapes, dtypes = graph.attrs["shape"], graph.attrs["dtype"]
+    contexts = graph.attrs.get("context")
+    chosen: set[int] = set()
+    for nid, node in enumerate(ig.nodes):
+        if node.op is None or node.op.name not in KERNELS:
+            continue
+        if contexts is not None and contexts[nid].device_type != "cpu":
+            continue
+        if node.op.name.startswith("_backward_"):
+            fwd = node.control_deps[0] if node.control_deps else None
+            if fwd is not None and ig.node_id.get(id(fwd)) in chosen:
+                chosen.add(nid)
+            continue
+        ins = [tuple(shapes[e]) if shapes[e] is not None else None for e in ig.node_inputs[nid]]
+        outs = range(ig.row_ptr[nid], ig.row_ptr[nid + 1])
+        why = supported(node, ins, [dtypes[e] for e in ig.node_inputs[nid]] +
+                        [dtypes[e] for e in outs][:node.op.num_visible_outputs(node.params)])
+        if why is None:
+            chosen.add(nid)
+    return _marked(graph, chosen)
+
+
+def _marked(graph: Graph, chosen: set[int]) -> Graph:
+    """A copy of ``graph`` whose ``chosen`` nodes carry the kernel attribute (same structure,
+    so the entry-indexed attributes stay valid; variables are shared, not copied)."""
+    ig = graph.indexed
+    new: list[Node] = []
+    for nid, node in enumerate(ig.nodes):
+        if node.op is None:
+            new.append(node)
+            continue
+        attrs = {**node.attrs, KERNEL_ATTR: NAME} if nid in chosen else node.attrs
+        copy_ = Node(node.op, node.name, attrs, node.params,
+                     [Entry(new[ig.node_id[id(e.node)]], e.index, e.version) for e in node.inputs],
+                     [new[ig.node_id[id(d)]] for d in node.control_deps], node.subgraphs)
+        copy_.version = node.version
+        new.append(copy_)
+    outputs = [Entry(new[ig.node_id[id(e.node)]], e.index, e.version) for e in graph.outputs]
+    out = Graph(outputs, graph.attrs)
+    if [n.name for n in out.indexed.nodes] != [n.name for n in ig.nodes]:
+        raise GraphexecError("torch strategy: the marked graph lost the node order")
+    return out

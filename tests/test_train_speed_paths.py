@@ -1,0 +1,146 @@
+"""The ``torch`` strategy (issue 21): PyTorch's CPU kernels for convolutions, BatchNorm,
+pooling, relu and FullyConnected, chosen per node after the gradient pass. Gradients, outputs
+and moving statistics after two train steps match MXNet 1.9.1's (recorded by
+tests/data/train_speed/make_train_speed.py) within float32 noise, as native execution does;
+which nodes get the variant, and the errors. Skips (saying so) without PyTorch."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import graphexec as gx
+from graphexec.core.ir.errors import GraphexecError, KernelNotFoundError
+from graphexec.core.runtime.kernels import KERNEL_ATTR, KernelRegistry
+
+DATA = Path(__file__).parent / "data" / "train_speed"
+META = json.loads((DATA / "train_speed.json").read_text())
+ARRAYS = np.load(DATA / "train_speed.npz")
+
+
+def _needs_torch():
+    pytest.importorskip("torch", reason="the torch strategy needs PyTorch (graphexec[torch])")
+
+
+def _run(case: str, backend: str):
+    meta = META["cases"][case]
+    sym = gx.sym.load_json(meta["symbol"])
+    shapes = {k: tuple(v) for k, v in meta["shapes"].items()}
+    exe = sym.simple_bind(gx.cpu(), backend=backend, grad_req={
+        n: "null" if n == "softmax_label" else "write" for n in sym.list_arguments()}, **shapes)
+    for name, arr in list(exe.arg_dict.items()) + list(exe.aux_dict.items()):
+        arr[...] = ARRAYS[f"{case}/in/{name}"]
+    for _ in range(meta["steps"]):
+        exe.forward(is_train=True)
+        exe.backward()
+    return exe
+
+
+def _close(got, want, what: str) -> None:
+    # float32 noise: relative to the array's scale, with a floor for gradients that are zero
+    # up to rounding (a convolution's bias before BatchNorm)
+    scale = max(float(np.abs(want).max()), 0.05)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=2e-5 * scale, err_msg=what)
+
+
+def _marked(exe) -> dict[str, str]:
+    return {n.name: n.op.name for n in exe._plan.graph.indexed.nodes
+            if n.op is not None and n.attrs.get(KERNEL_ATTR) == "torch"}
+
+
+@pytest.mark.parametrize("case", sorted(META["cases"]))
+@pytest.mark.parametrize("backend", ["NONE", "torch"])
+def test_train_steps_match_mxnet(case, backend):
+    if backend == "torch":
+        _needs_torch()
+    exe = _run(case, backend)
+    _close(exe.outputs[0], ARRAYS[f"{case}/out/0"], f"{case} output")
+    for name, grad in exe.grad_dict.items():
+        if name != "softmax_label":
+            _close(grad, ARRAYS[f"{case}/grad/{name}"], f"{case} gradient of {name}")
+    for name, aux in exe.aux_dict.items():
+        _close(aux, ARRAYS[f"{case}/aux/{name}"], f"{case} {name} after two steps")
+
+
+def test_which_nodes_run_torch_kernels():
+    _needs_torch()
+    marked = _marked(_run("mobilenet_like", "torch"))
+    ops = set(marked.values())
+    assert {"Convolution", "_backward_Convolution", "BatchNorm", "_backward_BatchNorm",
+            "Activation", "_backward_Activation", "FullyConnected",
+            "_backward_FullyConnected"} <= ops
+    # 'full' max pooling whose output size PyTorch's ceil_mode gives, its backward with it
+    assert {"pool_full", "pool_full_backward"} <= set(marked)
+    # global pooling stays native, and so does its backward
+    assert "gpool" not in marked and "gpool_backward" not in marked
+    assert all(op != "SoftmaxOutput" for op in ops)
+
+
+def test_unsupported_nodes_stay_native_with_a_reason():
+    _needs_torch()
+    x = gx.sym.Variable("data")
+    y = gx.sym.Activation(x, act_type="tanh", name="t")
+    y = gx.sym.Convolution(y, kernel=(3, 3), num_filter=4, layout="NHWC", name="c_last")
+    y = gx.sym.Pooling(y, kernel=(3, 3), stride=(1, 1), pad=(2, 2), pool_type="max",
+                       layout="NHWC", name="p")
+    y = gx.sym.Convolution(gx.sym.transpose(y, axes=(0, 3, 1, 2)), kernel=(1, 1),
+                           num_filter=2, name="c")
+    exe = y.simple_bind(gx.cpu(), backend="torch", data=(2, 8, 8, 3))
+    exe.forward(is_train=True)
+    exe.backward(np.ones(exe.outputs[0].shape, "f4"))
+    assert set(_marked(exe)) == {"c", "c_backward"}
+    reasons = {name: d.reason for name, d in exe.partition_plan.nodes.items()}
+    assert "act_type tanh" in reasons["t"]
+    assert "layout NHWC" in reasons["c_last"]
+    assert "PyTorch's kernel" in reasons["c"]
+    ref = y.simple_bind(gx.cpu(), data=(2, 8, 8, 3))
+    for name in exe.arg_dict:
+        ref.arg_dict[name][...] = exe.arg_dict[name]
+    _close(exe.forward()[0], ref.forward()[0], "mixed torch/native forward")
+
+
+def test_optimized_symbol_does_not_carry_the_kernel_choice():
+    _needs_torch()
+    exe = _run("resnet_like", "torch")
+    assert _marked(exe)
+    assert "__kernel__" not in exe.get_optimized_symbol().tojson()
+
+
+def test_inference_bind_uses_the_kernels_with_moving_statistics():
+    _needs_torch()
+    meta = META["cases"]["resnet_like"]
+    sym = gx.sym.load_json(meta["symbol"])
+    shapes = {k: tuple(v) for k, v in meta["shapes"].items()}
+    outs = []
+    for backend in ("NONE", "torch"):
+        exe = sym.simple_bind(gx.cpu(), backend=backend, grad_req="null", **shapes)
+        for name, arr in list(exe.arg_dict.items()) + list(exe.aux_dict.items()):
+            arr[...] = ARRAYS[f"resnet_like/in/{name}"]
+        outs.append(exe.forward(is_train=False)[0].copy())
+    assert _marked(exe)
+    _close(outs[1], outs[0], "inference output, torch against native")
+
+
+def test_variant_lookup_never_falls_back_to_the_plain_kernel():
+    reg = KernelRegistry()
+    reg.register("relu", lambda call: None)
+    with pytest.raises(KernelNotFoundError, match="kernel variant 'torch'"):
+        reg.lookup("relu", "cpu", "torch")
+    reg.register("relu", lambda call: None, device="cpu", variant="torch", inplace=True)
+    assert reg.inplace_ok("relu", "cpu", "torch") and not reg.inplace_ok("relu", "cpu")
+
+
+def test_without_torch_the_strategy_says_so(monkeypatch):
+    import builtins
+    real = builtins.__import__
+
+    def no_torch(name, *args, **kwargs):
+        if name == "torch" or name.startswith("torch."):
+            raise ImportError("No module named 'torch'")
+        return real(name, *args, **kwargs)
+    monkeypatch.setattr(builtins, "__import__", no_torch)
+    x = gx.sym.Convolution(gx.sym.Variable("data"), kernel=(1, 1), num_filter=2)
+    with pytest.raises(GraphexecError, match="needs PyTorch"):
+        x.simple_bind(gx.cpu(), backend="torch", data=(1, 2, 4, 4))
