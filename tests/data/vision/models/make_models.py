@@ -158,7 +158,8 @@ def main():
             index["models"][name] = export(name, shape, kwargs, args.out, rng)
         except Exception as exc:  # noqa: BLE001 - record and go on with the others
             traceback.print_exc()
-            index["models"][name] = {"input_shape": list(shape), "error": f"{type(exc).__name__}: {exc}"}
+            index["models"][name] = {"input_shape": list(shape),
+                                     "error": f"{type(exc).__name__}: {exc}"}
         print(f"{name}: {time.time() - start:.1f}s {index['models'][name].get('error', 'ok')}",
               flush=True)
         with open(index_path, "w") as f:
