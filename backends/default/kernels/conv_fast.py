@@ -14,9 +14,9 @@ from __future__ import annotations
 import numpy as np
 
 from .blas_threads import run_parts, split
-from .nn import reshaper
+from .nn import matmul_into, reshaper
 
-__all__ = ["is_depthwise", "depthwise_runner", "grouped_matmul"]
+__all__ = ["is_depthwise", "depthwise_runner", "grouped_matmul", "split_matmul"]
 
 #: the fewest filter rows of a one-image product worth a thread of their own
 MIN_ROWS = 16
@@ -70,3 +70,17 @@ def grouped_matmul(xp, weight, cols, result) -> bool:
         xp.matmul(w[r0:r1], cols[0, 0], out=result[0, 0, r0:r1])
     run_parts(xp, split(xp, f, MIN_ROWS), rows)
     return True
+
+
+def split_matmul(xp, a3, b3, out3) -> None:
+    """out3 = a3 @ b3 over groups; one group's product (float32/float64 on the host) with its
+    rows split across the BLAS threads, BLAS on one thread each (the backward's products)."""
+    if xp.__name__ != "numpy" or a3.shape[0] != 1 or out3.dtype not in (np.float32, np.float64):
+        matmul_into(xp, a3, b3, out3)
+        return
+    a, b, out = a3[0], b3[0], out3[0]
+
+    def rows(j, r0, r1, sync):
+        xp.matmul(a[r0:r1], b, out=out[r0:r1])
+    run_parts(xp, split(xp, a.shape[0], MIN_ROWS), rows)
+
