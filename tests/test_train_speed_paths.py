@@ -188,3 +188,40 @@ def test_variant_matches_native_on_edge_cases(case):
     assert _marked(exe), "the variant ran nowhere"
     for k, (want, got) in enumerate(zip(*results)):
         _close(got, want, f"{case} result {k}")
+
+
+# the native convolution's paths (backends/default/kernels/conv_fast.py): columns-free
+# offsets (few filters for the channels, stride 1), depthwise, one-group split products
+NATIVE_CONV_CASES = [((2, 8, 9, 11), (3, 3), (1, 1), (1, 1), (1, 1), 3, 1),
+                     ((1, 8, 8, 8), (3, 5), (2, 0), (2, 1), (1, 1), 3, 1),
+                     ((3, 8, 6, 6), (2, 2), (0, 0), (1, 1), (1, 1), 4, 1),
+                     ((1, 6, 7, 7), (7, 7), (3, 3), (1, 1), (1, 1), 2, 1),
+                     ((2, 6, 7, 7), (3, 3), (1, 1), (1, 1), (2, 2), 6, 6),
+                     ((2, 3, 7, 7), (3, 3), (1, 1), (1, 1), (2, 1), 16, 1),
+                     ((1, 3, 7, 7), (3, 3), (0, 0), (1, 1), (1, 1), 40, 1)]
+
+
+@pytest.mark.parametrize("shape,kernel,pad,dilate,stride,filters,groups", NATIVE_CONV_CASES)
+def test_native_convolution_paths_match_a_direct_sum(shape, kernel, pad, dilate, stride,
+                                                     filters, groups):
+    sym = gx.sym.Convolution(gx.sym.Variable("x"), kernel=kernel, pad=pad, dilate=dilate,
+                             stride=stride, num_filter=filters, num_group=groups, name="c")
+    exe = sym.simple_bind(gx.cpu(), grad_req="null", x=shape)
+    rng = np.random.default_rng(0)
+    for arr in exe.arg_dict.values():
+        arr[...] = rng.standard_normal(arr.shape)
+    got = exe.forward()[0]
+    x, w, b = (np.asarray(exe.arg_dict[n], np.float64) for n in ("x", "c_weight", "c_bias"))
+    xp = np.pad(x, ((0, 0), (0, 0), (pad[0], pad[0]), (pad[1], pad[1])))
+    ho, wo = got.shape[2:]
+    cin, cout = shape[1] // groups, filters // groups
+    want = np.zeros(got.shape) + b.reshape(1, -1, 1, 1)
+    for g in range(groups):
+        for i in range(kernel[0]):
+            for j in range(kernel[1]):
+                win = xp[:, g * cin:(g + 1) * cin,
+                         i * dilate[0]:i * dilate[0] + stride[0] * (ho - 1) + 1:stride[0],
+                         j * dilate[1]:j * dilate[1] + stride[1] * (wo - 1) + 1:stride[1]]
+                want[:, g * cout:(g + 1) * cout] += np.einsum(
+                    "fc,nchw->nfhw", w[g * cout:(g + 1) * cout, :, i, j], win)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)

@@ -20,7 +20,8 @@ from graphexec.core.ops.conv import (conv_geometry, deconv_adjustments, deconv_p
                                      pool_count_region, pool_geometry)
 
 from .base import kernel, sequence
-from .conv_fast import depthwise_runner, grouped_matmul, is_depthwise
+from .conv_fast import (depthwise_runner, grouped_matmul, is_depthwise, offsets_applicable,
+                        offsets_layout, offsets_runner)
 from .nn import matmul_into, reshaper, work_dtype
 
 __all__ = ["channel_first_view", "windows", "Scratch", "padded_shape", "pad_into",
@@ -143,6 +144,11 @@ def convolution(call):
     add_bias = _bias_adder(xp, call, call.outputs[0], geo.last)
     if is_depthwise(p, geo, c, out.dtype):
         return sequence([_depthwise(call, x, out, geo, out_sp), add_bias])
+    if offsets_applicable(p, geo, c, out.dtype, xp):
+        specs = {k: (shape, out.dtype)
+                 for k, shape in offsets_layout(x.shape, geo, out_sp, f, xp).items()}
+        return sequence([offsets_runner(xp, x, channel_first_view(call.inputs[1], False), out,
+                                        geo, Scratch(call, **specs)), add_bias])
     specs = _im2col_specs(x, geo, out_sp)
     if geo.last:
         specs["result"] = (result_shape, out.dtype)
