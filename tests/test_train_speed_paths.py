@@ -144,3 +144,84 @@ def test_without_torch_the_strategy_says_so(monkeypatch):
     x = gx.sym.Convolution(gx.sym.Variable("data"), kernel=(1, 1), num_filter=2)
     with pytest.raises(GraphexecError, match="needs PyTorch"):
         x.simple_bind(gx.cpu(), backend="torch", data=(1, 2, 4, 4))
+
+
+_S = gx.sym
+_X = _S.Variable("data")
+EDGE_CASES = {
+    "conv1d_dilate_stride": (_S.Convolution(_X, kernel=(3,), num_filter=4, pad=(2,),
+                                            dilate=(2,), stride=(2,)), (2, 3, 11)),
+    "conv3d": (_S.Convolution(_X, kernel=(3, 3, 3), num_filter=4, pad=(1, 1, 1), no_bias=True),
+               (2, 2, 5, 5, 5)),
+    "grouped_multiplier": (_S.Convolution(_X, kernel=(3, 3), num_filter=8, num_group=4,
+                                          pad=(1, 1)), (2, 4, 7, 7)),
+    "avg_exclude_pad": (_S.Pooling(_X, kernel=(3, 3), stride=(2, 2), pad=(1, 1), pool_type="avg",
+                                   count_include_pad=False), (2, 3, 9, 9)),
+    "avg_include_pad": (_S.Pooling(_X, kernel=(3, 3), stride=(2, 2), pad=(1, 1),
+                                   pool_type="avg"), (2, 3, 9, 9)),
+    "max_full": (_S.Pooling(_X, kernel=(2, 2), stride=(2, 2), pool_type="max",
+                            pooling_convention="full"), (2, 3, 9, 9)),
+    "bn_global_stats": (_S.BatchNorm(_X, use_global_stats=True, fix_gamma=False), (2, 3, 4, 4)),
+    "bn_2d": (_S.BatchNorm(_X, fix_gamma=False), (5, 3)),
+    "fc_no_bias_3d": (_S.FullyConnected(_X, num_hidden=3, no_bias=True, flatten=False),
+                      (2, 3, 4)),
+}
+
+
+@pytest.mark.parametrize("case", sorted(EDGE_CASES))
+def test_variant_matches_native_on_edge_cases(case):
+    """The native kernels are checked against MXNet per op (tests/opcases, refcases); here the
+    variant against them, forward, every gradient and the moving statistics."""
+    _needs_torch()
+    sym, shape = EDGE_CASES[case]
+    results = []
+    for backend in ("NONE", "torch"):
+        exe = sym.simple_bind(gx.cpu(), backend=backend, data=shape)
+        rng = np.random.default_rng(1)
+        for name, arr in list(exe.arg_dict.items()) + list(exe.aux_dict.items()):
+            arr[...] = (rng.uniform(0.2, 1.2, arr.shape) if name.endswith("var")
+                        else rng.standard_normal(arr.shape))
+        exe.forward(is_train=True)
+        exe.backward(np.ones(exe.outputs[0].shape, "f4"))
+        results.append([exe.outputs[0].copy(), *(g.copy() for g in exe.grad_dict.values()),
+                        *(a.copy() for a in exe.aux_dict.values())])
+    assert _marked(exe), "the variant ran nowhere"
+    for k, (want, got) in enumerate(zip(*results)):
+        _close(got, want, f"{case} result {k}")
+
+
+# the native convolution's paths (backends/default/kernels/conv_fast.py): columns-free
+# offsets (few filters for the channels, stride 1), depthwise, one-group split products
+NATIVE_CONV_CASES = [((2, 8, 9, 11), (3, 3), (1, 1), (1, 1), (1, 1), 3, 1),
+                     ((1, 8, 8, 8), (3, 5), (2, 0), (2, 1), (1, 1), 3, 1),
+                     ((3, 8, 6, 6), (2, 2), (0, 0), (1, 1), (1, 1), 4, 1),
+                     ((1, 6, 7, 7), (7, 7), (3, 3), (1, 1), (1, 1), 2, 1),
+                     ((2, 6, 7, 7), (3, 3), (1, 1), (1, 1), (2, 2), 6, 6),
+                     ((2, 3, 7, 7), (3, 3), (1, 1), (1, 1), (2, 1), 16, 1),
+                     ((1, 3, 7, 7), (3, 3), (0, 0), (1, 1), (1, 1), 40, 1)]
+
+
+@pytest.mark.parametrize("shape,kernel,pad,dilate,stride,filters,groups", NATIVE_CONV_CASES)
+def test_native_convolution_paths_match_a_direct_sum(shape, kernel, pad, dilate, stride,
+                                                     filters, groups):
+    sym = gx.sym.Convolution(gx.sym.Variable("x"), kernel=kernel, pad=pad, dilate=dilate,
+                             stride=stride, num_filter=filters, num_group=groups, name="c")
+    exe = sym.simple_bind(gx.cpu(), grad_req="null", x=shape)
+    rng = np.random.default_rng(0)
+    for arr in exe.arg_dict.values():
+        arr[...] = rng.standard_normal(arr.shape)
+    got = exe.forward()[0]
+    x, w, b = (np.asarray(exe.arg_dict[n], np.float64) for n in ("x", "c_weight", "c_bias"))
+    xp = np.pad(x, ((0, 0), (0, 0), (pad[0], pad[0]), (pad[1], pad[1])))
+    ho, wo = got.shape[2:]
+    cin, cout = shape[1] // groups, filters // groups
+    want = np.zeros(got.shape) + b.reshape(1, -1, 1, 1)
+    for g in range(groups):
+        for i in range(kernel[0]):
+            for j in range(kernel[1]):
+                win = xp[:, g * cin:(g + 1) * cin,
+                         i * dilate[0]:i * dilate[0] + stride[0] * (ho - 1) + 1:stride[0],
+                         j * dilate[1]:j * dilate[1] + stride[1] * (wo - 1) + 1:stride[1]]
+                want[:, g * cout:(g + 1) * cout] += np.einsum(
+                    "fc,nchw->nfhw", w[g * cout:(g + 1) * cout, :, i, j], win)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)

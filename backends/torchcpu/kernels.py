@@ -14,6 +14,7 @@ kernel). Which nodes qualify is :func:`supported` (``select.py``).
 """
 from __future__ import annotations
 
+import ctypes
 import os
 import warnings
 
@@ -46,7 +47,30 @@ def load_torch():
     train step 2.46 s against 0.58 s, benchmarks/README.md)."""
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     import torch
+    _keep_freed_memory()
     return torch
+
+
+_MALLOC_SET = []
+
+
+def _keep_freed_memory() -> None:
+    """Once per process: glibc's malloc keeps freed blocks for reuse instead of unmapping
+    them (M_MMAP_THRESHOLD 1 GiB, M_TRIM_THRESHOLD 2 GiB), as MXNet's storage pool keeps
+    its memory. Every PyTorch result is a fresh allocation; unmapped and mapped again, its
+    pages fault in and are zeroed at every call: ResNet-18's convolution layers, forward and
+    both gradients, took 1.5-2.5x longer so (benchmarks/README.md). The process's freed memory
+    then stays with it. GRAPHEXEC_TORCH_KEEP_MEMORY=0 leaves malloc alone."""
+    if _MALLOC_SET or os.environ.get("GRAPHEXEC_TORCH_KEEP_MEMORY", "1") == "0":
+        return
+    _MALLOC_SET.append(True)
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:  # not glibc: nothing to tune
+        return
+    m_trim_threshold, m_mmap_threshold = -1, -3
+    libc.mallopt(m_mmap_threshold, 1 << 30)
+    libc.mallopt(m_trim_threshold, (1 << 31) - 1)
 
 
 def _t(arr):

@@ -19,7 +19,9 @@ from graphexec.core.ops.common import lowest
 from graphexec.core.ops.conv import (conv_geometry, deconv_adjustments, deconv_pads,
                                      pool_count_region, pool_geometry)
 
-from .base import kernel
+from .base import kernel, sequence
+from .conv_fast import (depthwise_runner, grouped_matmul, is_depthwise, offsets_applicable,
+                        offsets_layout, offsets_runner)
 from .nn import matmul_into, reshaper, work_dtype
 
 __all__ = ["channel_first_view", "windows", "Scratch", "padded_shape", "pad_into",
@@ -139,21 +141,43 @@ def convolution(call):
     weight = reshaper(channel_first_view(call.inputs[1], geo.last),
                       (g, f // g, c // g * math.prod(geo.kernel)))
     result_shape = (n, g, f // g, math.prod(out_sp))
+    add_bias = _bias_adder(xp, call, call.outputs[0], geo.last)
+    if is_depthwise(p, geo, c, out.dtype):
+        return sequence([_depthwise(call, x, out, geo, out_sp), add_bias])
+    if offsets_applicable(p, geo, c, out.dtype, xp):
+        specs = {k: (shape, out.dtype)
+                 for k, shape in offsets_layout(x.shape, geo, out_sp, f, xp).items()}
+        return sequence([offsets_runner(xp, x, channel_first_view(call.inputs[1], False), out,
+                                        geo, Scratch(call, **specs)), add_bias])
     specs = _im2col_specs(x, geo, out_sp)
     if geo.last:
         specs["result"] = (result_shape, out.dtype)
     scratch = Scratch(call, **specs)
-    add_bias = _bias_adder(xp, call, call.outputs[0], geo.last)
 
     def run():
         bufs = scratch.take()
         cols = _im2col(xp, x, geo, out_sp, bufs).reshape(cols_shape)
         result = bufs["result"] if geo.last else out.reshape(result_shape)
-        matmul_into(xp, weight(), cols, result)
+        if not grouped_matmul(xp, weight(), cols, result):
+            matmul_into(xp, weight(), cols, result)
         if geo.last:
             xp.copyto(out, result.reshape(out.shape))
         add_bias()
     return run
+
+
+def _depthwise(call, x, out, geo, out_sp: tuple):
+    """A depthwise Convolution without columns (:mod:`.conv_fast`)."""
+    xp = call.xp
+    pads = tuple((q, q) for q in geo.pad)
+    specs = {"tmp": (out.shape, out.dtype)}
+    if any(geo.pad):
+        specs["padded"] = (padded_shape(x.shape, pads), x.dtype)
+
+    def source(bufs):
+        return pad_into(xp, x, bufs["padded"], pads, 0) if "padded" in bufs else x
+    return depthwise_runner(xp, call.inputs[1], out, offset_slices(
+        geo.kernel, geo.stride, geo.dilate, out_sp), source, Scratch(call, **specs))
 
 
 # -- Deconvolution ------------------------------------------------------------------------
