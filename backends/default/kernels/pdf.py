@@ -3,19 +3,18 @@ MXNet 1.9.1's formulas (computed in float64 on the host, then stored in the outp
 from __future__ import annotations
 
 import numpy as np
-import scipy.special as sp
 
 from graphexec.core.ops.pdf import PDF_PARAMS
 
-from .base import kernel
+from .base import kernel, special
 
 #: MXNet's PI (mxnet_op::PI) is a float constant: its normal density uses it as such
 _PI = float(np.float32(np.pi))
 
 
 def _nb_lpdf(x, k, p):
-    return sp.gammaln(x + k) - sp.gammaln(x + 1) - sp.gammaln(k) + k * np.log(p) + \
-        x * np.log1p(-p)
+    lg = special(np).gammaln
+    return lg(x + k) - lg(x + 1) - lg(k) + k * np.log(p) + x * np.log1p(-p)
 
 
 def _gnb_kp(mu, alpha):
@@ -26,18 +25,18 @@ def _gnb_kp(mu, alpha):
 LPDF = {
     "uniform": lambda x, lo, hi: np.broadcast_to(-np.log(hi - lo), x.shape),
     "normal": lambda x, u, s: -0.5 * (x - u) ** 2 / s ** 2 - np.log(np.sqrt(2 * _PI) * s),
-    "gamma": lambda x, a, b: a * np.log(b) + (a - 1) * np.log(x) - b * x - sp.gammaln(a),
+    "gamma": lambda x, a, b: a * np.log(b) + (a - 1) * np.log(x) - b * x - special(np).gammaln(a),
     "exponential": lambda x, lam: np.log(lam) - lam * x,
-    "poisson": lambda x, lam: x * np.log(lam) - sp.gammaln(x + 1) - lam,
+    "poisson": lambda x, lam: x * np.log(lam) - special(np).gammaln(x + 1) - lam,
     "negative_binomial": _nb_lpdf,
     "generalized_negative_binomial": lambda x, mu, a: _nb_lpdf(x, *_gnb_kp(mu, a)),
-    "dirichlet": lambda x, a: ((a - 1) * np.log(x)).sum(-1) + sp.gammaln(a.sum(-1))
-    - sp.gammaln(a).sum(-1),
+    "dirichlet": lambda x, a: ((a - 1) * np.log(x)).sum(-1) + special(np).gammaln(a.sum(-1))
+    - special(np).gammaln(a).sum(-1),
 }
 
 
 def _nb_grads(x, k, p):
-    return [np.zeros_like(x), sp.digamma(x + k) - sp.digamma(k) + np.log(p),
+    return [np.zeros_like(x), special(np).digamma(x + k) - special(np).digamma(k) + np.log(p),
             k / p - x / (1 - p)]
 
 
@@ -48,8 +47,8 @@ def _gnb_grads(x, mu, a):
 
 
 def _dirichlet_grads(x, a):
-    psi_sum = sp.digamma(a.sum(-1, keepdims=True))
-    return [(a - 1) / x, np.log(x) + psi_sum - sp.digamma(a)]
+    psi_sum = special(np).digamma(a.sum(-1, keepdims=True))
+    return [(a - 1) / x, np.log(x) + psi_sum - special(np).digamma(a)]
 
 
 #: distribution -> [d lpdf / d sample, d lpdf / d param...] (x, *params)
@@ -58,7 +57,7 @@ DLPDF = {
                                   1 / (lo - hi) + 0 * x],
     "normal": lambda x, u, s: [(u - x) / s ** 2, (x - u) / s ** 2,
                                ((x - u) ** 2 - s ** 2) / s ** 3],
-    "gamma": lambda x, a, b: [(a - 1) / x - b, np.log(b) + np.log(x) - sp.digamma(a),
+    "gamma": lambda x, a, b: [(a - 1) / x - b, np.log(b) + np.log(x) - special(np).digamma(a),
                               a / b - x],
     "exponential": lambda x, lam: [-lam + 0 * x, 1 / lam - x],
     "poisson": lambda x, lam: [np.zeros_like(x), x / lam - 1],
