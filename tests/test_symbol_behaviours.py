@@ -330,3 +330,13 @@ def test_tojson_identical_to_mxnet_with_attributes():
     assert sorted(built) == sorted(recorded)
     for name, sym in built.items():
         assert sym.tojson() == recorded[name], name
+
+
+def test_deconvolution_target_shape_overrides_adj_and_pad():
+    d = gx.sym.var("data")
+    s = gx.sym.Deconvolution(d, kernel=(3, 3), stride=(2, 2), target_shape=(8, 8),
+                             adj=(101, 101), pad=(99, 99), num_filter=5, name="dc")
+    assert s.infer_shape(data=(2, 3, 4, 4))[1] == [(2, 5, 8, 8)]   # MXNet 1.9.1's answer
+    with pytest.raises(gx.ShapeInferenceError, match="adj must be smaller than stride"):
+        gx.sym.Deconvolution(d, kernel=(3, 3), stride=(2, 2), adj=(101, 101), num_filter=5,
+                             name="dc2").infer_shape(data=(2, 3, 4, 4))
