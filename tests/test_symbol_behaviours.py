@@ -340,3 +340,15 @@ def test_deconvolution_target_shape_overrides_adj_and_pad():
     with pytest.raises(gx.ShapeInferenceError, match="adj must be smaller than stride"):
         gx.sym.Deconvolution(d, kernel=(3, 3), stride=(2, 2), adj=(101, 101), num_filter=5,
                              name="dc2").infer_shape(data=(2, 3, 4, 4))
+
+
+def test_arange_linspace_eye_helpers_and_integer_arange():
+    # MXNet 1.9.1: an integer arange truncates start and step first (1.3 steps by 1)
+    got = gx.sym.arange(1.3, 456.6, 1.3, dtype="int32").eval()[0]
+    assert len(got) == 351 and got[:3].tolist() == [1, 2, 3] and got[-1] == 351
+    assert gx.nd.arange(1.3, 456.6, 1.3, dtype="int32")[-1] == 351
+    assert gx.sym.arange(3, repeat=2).eval()[0].tolist() == [0, 0, 1, 1, 2, 2]
+    assert gx.sym.linspace(0, 1, 5).eval()[0].tolist() == [0, 0.25, 0.5, 0.75, 1]
+    assert gx.sym.eye(2, k=1).eval()[0].tolist() == [[0, 1], [0, 0]]
+    s = gx.sym.arange(start=0, stop=None, infer_range=True) + gx.sym.zeros(shape=[5])
+    assert s.bind(gx.cpu(), args={}).forward()[0].tolist() == [0, 1, 2, 3, 4]

@@ -6,13 +6,13 @@ from __future__ import annotations
 from typing import Any
 
 from ..ops.registry import all_names, find_op
-from .helpers import hypot, maximum, minimum, pow, power  # noqa: A004 - MXNet's names
+from .helpers import arange, eye, hypot, linspace, maximum, minimum, pow, power  # noqa: A004
 from .helpers import internal as _internal
 from .json_io import load, load_json
 from .symbol import Group, Symbol, Variable, create_op_symbol, var
 
 __all__ = ["Symbol", "Variable", "var", "Group", "load", "load_json", "maximum", "minimum",
-           "pow", "power", "hypot", "_internal"]
+           "pow", "power", "hypot", "_internal", "arange", "linspace", "eye"]
 
 
 def __getattr__(name: str) -> Any:
