@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import json
 
+import graphexec as gx
 import numpy as np
 import pytest
-
-import graphexec as gx
 
 
 def _run(sym, **arrays):

@@ -39,7 +39,7 @@ def minimum(left: Any, right: Any) -> Any:
                  lambda a, b: a if a < b else b)
 
 
-def pow(base: Any, exp: Any) -> Any:  # noqa: A001 - MXNet's name
+def pow(base: Any, exp: Any) -> Any:
     """``base ** exp`` elementwise; either may be a number (``_RPowerScalar`` when only
     ``exp`` is a symbol)."""
     return _pick("pow", base, exp, "_Power", "_PowerScalar", "_RPowerScalar",

@@ -5,7 +5,7 @@ attributes in the operator's declaration order (``gx.sym.repeat(x, 2)`` is ``rep
 MXNet's hidden keys (``lr_mult``, ``ctx_group``, ...) become ``__key__``."""
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Callable
 
 from ..ir.attrs import hidden_key
 from ..ir.errors import ArgumentTypeError, AttributeParseError
