@@ -352,3 +352,28 @@ def test_arange_linspace_eye_helpers_and_integer_arange():
     assert gx.sym.eye(2, k=1).eval()[0].tolist() == [[0, 1], [0, 0]]
     s = gx.sym.arange(start=0, stop=None, infer_range=True) + gx.sym.zeros(shape=[5])
     assert s.bind(gx.cpu(), args={}).forward()[0].tolist() == [0, 1, 2, 3, 4]
+
+
+@pytest.mark.parametrize("xs, gs", [((3, 4), (3, 4)), ((3, 4, 4, 5), (3, 4)),
+                                    ((3, 4, 4, 5), (4,)), ((3, 4), (1,))])
+def test_prelu_gamma_over_leading_axes(xs, gs):
+    """MXNet 1.9.1's prelu: a gamma of several dimensions covers data's leading axes (its
+    test_prelu's gam_full); its gradient sums over the others."""
+    x, g = gx.sym.var("x"), gx.sym.var("gamma")
+    y = gx.sym.LeakyReLU(data=x, gamma=g, act_type="prelu")
+    rng = np.random.default_rng(0)
+    xv, gv = rng.uniform(-1, 1, xs), rng.uniform(0.1, 0.4, gs)
+    gb = gv.reshape(gs + (1,) * (len(xs) - len(gs))) if len(gs) > 1 else \
+        gv.reshape((1, gs[0]) + (1,) * (len(xs) - 2)) if gs[0] != 1 else gv
+    exe = y.bind(gx.cpu(), {"x": xv, "gamma": gv},
+                 args_grad={"x": np.zeros(xs), "gamma": np.zeros(gs)})
+    np.testing.assert_allclose(exe.forward(is_train=True)[0], np.where(xv > 0, xv, xv * gb))
+    exe.backward(np.ones(xs))
+    axes = tuple(i for i, n in enumerate(np.broadcast_to(gb, xs).strides) if n == 0)
+    np.testing.assert_allclose(exe.grad_dict["gamma"],
+                               np.where(xv > 0, 0, xv).sum(axis=axes).reshape(gs))
+    onnx = y.bind(gx.cpu(), {"x": xv.astype("f4"), "gamma": gv.astype("f4")}, grad_req="null",
+                  backend="onnxrt").forward()[0]
+    np.testing.assert_allclose(onnx, np.where(xv > 0, xv, xv * gb), rtol=1e-5, atol=1e-6)
+    with pytest.raises(gx.ShapeInferenceError, match="leading axes"):
+        y.infer_shape(x=(3, 4), gamma=(4, 3))
