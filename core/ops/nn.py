@@ -194,8 +194,7 @@ def _softmax_type(p, ins, outs):
     _need_float(data, "softmax")
     if data is not None:
         assign_dtype(outs, 0, np.dtype(p.dtype) if p.dtype else data, "out")
-    if len(ins) > 1 and ins[1] is not None and ins[1].kind not in "iu":
-        raise InferError(f"length must hold integers, got {ins[1]}")
+    # length may have any dtype: MXNet's type rule leaves it free (its kernel reads it as is)
 
 
 def _softmax_activation_shape(p, ins, outs):
