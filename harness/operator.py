@@ -22,8 +22,12 @@ from typing import Any, Callable
 
 from graphexec.core.ir.errors import ArgumentTypeError
 from graphexec.core.ops.custom import CustomOpError, register_prop
-from graphexec.harness.opdoc import (OperatorArguments, describe,
-                                     get_all_registered_operators, get_operator_arguments)
+from graphexec.harness.opdoc import (
+    OperatorArguments,
+    describe,
+    get_all_registered_operators,
+    get_operator_arguments,
+)
 
 __all__ = ["CustomOp", "CustomOpProp", "register", "CustomOpError", "OperatorArguments",
            "PythonOp", "NumpyOp", "NDArrayOp",

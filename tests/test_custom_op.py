@@ -2,10 +2,9 @@
 forward/backward with req, gradients, need_top_grad, errors in user code, backends."""
 from __future__ import annotations
 
+import graphexec as gx
 import numpy as np
 import pytest
-
-import graphexec as gx
 
 
 class _Sqr(gx.operator.CustomOp):

@@ -123,3 +123,12 @@ def test_bad_calls_are_clear_errors():
                              num_hidden=3)
     with pytest.raises(ValueError, match="out\\[0\\] has shape \\(3,\\), the result has shape"):
         gx.nd.exp(gx.nd.ones(2), out=gx.nd.ones(3))
+
+
+def test_nd_contrib_namespace():
+    x = gx.nd.array([[1.0, 2.0], [3.0, 4.0]])
+    got = gx.nd.contrib.div_sqrt_dim(x)   # _contrib_div_sqrt_dim: x / sqrt(last dim)
+    np.testing.assert_allclose(got, x.asnumpy() / np.sqrt(2), rtol=1e-6)
+    assert "div_sqrt_dim" in dir(gx.nd.contrib)
+    with pytest.raises(AttributeError, match="_contrib_nosuch"):
+        gx.nd.contrib.nosuch

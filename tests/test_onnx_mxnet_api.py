@@ -2,10 +2,9 @@
 batch dimension checked by running the exported model at other batch sizes."""
 from __future__ import annotations
 
+import graphexec as gx
 import numpy as np
 import pytest
-
-import graphexec as gx
 
 ort = pytest.importorskip("onnxruntime")
 

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import json
 
+import graphexec as gx
 import numpy as np
 import pytest
-
-import graphexec as gx
 
 
 def _run(sym, **arrays):
@@ -117,8 +116,9 @@ def test_cse_never_makes_two_outputs_one_array():
 def test_backward_after_inference_forward():
     a, b = gx.sym.var("a"), gx.sym.var("b")
     exe = (a * b).simple_bind(gx.cpu(), a=(2,), b=(2,))
-    with pytest.raises(gx.BackwardError, match="no forward ran yet"):
-        exe.backward(np.ones(2, "f4"))
+    rep = gx.sym.repeat(a, repeats=2).simple_bind(gx.cpu(), a=(2,))
+    rep.backward(np.array([1, 2, 3, 4], "f4"))   # no forward needed (MXNet's test_repeat)
+    np.testing.assert_array_equal(rep.grad_dict["a"], [3, 7])
     exe.arg_dict["a"][:] = [1, 2]
     exe.arg_dict["b"][:] = [3, 4]
     exe.forward(is_train=False)
@@ -330,3 +330,50 @@ def test_tojson_identical_to_mxnet_with_attributes():
     assert sorted(built) == sorted(recorded)
     for name, sym in built.items():
         assert sym.tojson() == recorded[name], name
+
+
+def test_deconvolution_target_shape_overrides_adj_and_pad():
+    d = gx.sym.var("data")
+    s = gx.sym.Deconvolution(d, kernel=(3, 3), stride=(2, 2), target_shape=(8, 8),
+                             adj=(101, 101), pad=(99, 99), num_filter=5, name="dc")
+    assert s.infer_shape(data=(2, 3, 4, 4))[1] == [(2, 5, 8, 8)]   # MXNet 1.9.1's answer
+    with pytest.raises(gx.ShapeInferenceError, match="adj must be smaller than stride"):
+        gx.sym.Deconvolution(d, kernel=(3, 3), stride=(2, 2), adj=(101, 101), num_filter=5,
+                             name="dc2").infer_shape(data=(2, 3, 4, 4))
+
+
+def test_arange_linspace_eye_helpers_and_integer_arange():
+    # MXNet 1.9.1: an integer arange truncates start and step first (1.3 steps by 1)
+    got = gx.sym.arange(1.3, 456.6, 1.3, dtype="int32").eval()[0]
+    assert len(got) == 351 and got[:3].tolist() == [1, 2, 3] and got[-1] == 351
+    assert gx.nd.arange(1.3, 456.6, 1.3, dtype="int32")[-1] == 351
+    assert gx.sym.arange(3, repeat=2).eval()[0].tolist() == [0, 0, 1, 1, 2, 2]
+    assert gx.sym.linspace(0, 1, 5).eval()[0].tolist() == [0, 0.25, 0.5, 0.75, 1]
+    assert gx.sym.eye(2, k=1).eval()[0].tolist() == [[0, 1], [0, 0]]
+    s = gx.sym.arange(start=0, stop=None, infer_range=True) + gx.sym.zeros(shape=[5])
+    assert s.bind(gx.cpu(), args={}).forward()[0].tolist() == [0, 1, 2, 3, 4]
+
+
+@pytest.mark.parametrize("xs, gs", [((3, 4), (3, 4)), ((3, 4, 4, 5), (3, 4)),
+                                    ((3, 4, 4, 5), (4,)), ((3, 4), (1,))])
+def test_prelu_gamma_over_leading_axes(xs, gs):
+    """MXNet 1.9.1's prelu: a gamma of several dimensions covers data's leading axes (its
+    test_prelu's gam_full); its gradient sums over the others."""
+    x, g = gx.sym.var("x"), gx.sym.var("gamma")
+    y = gx.sym.LeakyReLU(data=x, gamma=g, act_type="prelu")
+    rng = np.random.default_rng(0)
+    xv, gv = rng.uniform(-1, 1, xs), rng.uniform(0.1, 0.4, gs)
+    gb = gv.reshape(gs + (1,) * (len(xs) - len(gs))) if len(gs) > 1 else \
+        gv.reshape((1, gs[0]) + (1,) * (len(xs) - 2)) if gs[0] != 1 else gv
+    exe = y.bind(gx.cpu(), {"x": xv, "gamma": gv},
+                 args_grad={"x": np.zeros(xs), "gamma": np.zeros(gs)})
+    np.testing.assert_allclose(exe.forward(is_train=True)[0], np.where(xv > 0, xv, xv * gb))
+    exe.backward(np.ones(xs))
+    axes = tuple(i for i, n in enumerate(np.broadcast_to(gb, xs).strides) if n == 0)
+    np.testing.assert_allclose(exe.grad_dict["gamma"],
+                               np.where(xv > 0, 0, xv).sum(axis=axes).reshape(gs))
+    onnx = y.bind(gx.cpu(), {"x": xv.astype("f4"), "gamma": gv.astype("f4")}, grad_req="null",
+                  backend="onnxrt").forward()[0]
+    np.testing.assert_allclose(onnx, np.where(xv > 0, xv, xv * gb), rtol=1e-5, atol=1e-6)
+    with pytest.raises(gx.ShapeInferenceError, match="leading axes"):
+        y.infer_shape(x=(3, 4), gamma=(4, 3))

@@ -21,10 +21,9 @@ from typing import Any
 
 import numpy as np
 import onnx
-from onnx import numpy_helper
-
 from graphexec.core.symbol import ndarray_io
 from graphexec.core.symbol.json_io import load as load_symbol
+from onnx import numpy_helper
 
 from .errors import OnnxExportError
 from .export import export_model as export_static

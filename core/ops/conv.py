@@ -159,7 +159,7 @@ def deconv_adjustments(p, n: int) -> tuple[tuple, tuple]:
     target = _per_axis(p.target_shape, n, 0, "target_shape", kernel, 0)
     stride = p.stride or (1,) * n
     for i in range(n):
-        if adj[i] >= stride[i]:
+        if adj[i] >= stride[i] and not target[i]:   # a target shape overrides adj (MXNet)
             raise InferError(f"adj must be smaller than stride along every axis, got adj {adj} "
                              f"and stride {tuple(stride)}")
     return adj, target

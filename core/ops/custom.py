@@ -58,7 +58,7 @@ def _prop(op_type: str, kwargs: tuple) -> Any:
                 f"{', '.join(sorted(_PROPS)) or '(none)'}")
         try:
             inst = cls(**dict(kwargs))
-        except Exception as exc:  # noqa: BLE001 - user code
+        except Exception as exc:  # noqa: BLE001 - user code may raise anything
             raise CustomOpError(f"Custom op_type {op_type!r}: creating {cls.__name__}"
                                 f"(**{dict(kwargs)}) raised {type(exc).__name__}: {exc}") from exc
         _INSTANCES[key] = inst
@@ -72,7 +72,7 @@ def call_prop(p: Params, method: str, *args: Any) -> Any:
         return getattr(p.prop, method)(*args)
     except GraphexecError:
         raise
-    except Exception as exc:  # noqa: BLE001 - user code
+    except Exception as exc:  # noqa: BLE001 - user code may raise anything
         raise CustomOpError(f"Custom op_type {p.op_type!r}: {type(p.prop).__name__}.{method} "
                             f"raised {type(exc).__name__}: {exc}") from exc
 

@@ -136,7 +136,15 @@ def _lrelu_shape(p, ins, outs):
     if len(data) < 2:
         raise InferError(f"prelu needs data with a channel axis (at least 2 dimensions), got "
                          f"{fmt(data)}")
-    if ins[1] != (1,):
+    gamma = ins[1]
+    if gamma is not None and len(gamma) > 1:
+        # a gamma of several dimensions applies to the leading axes of data (MXNet 1.9.1)
+        if len(gamma) > len(data) or any(g >= 0 and d >= 0 and g != d
+                                         for g, d in zip(gamma, data)):
+            raise InferError(f"prelu gamma {fmt(gamma)} must match the leading axes of data "
+                             f"{fmt(data)}")
+        return
+    if gamma != (1,):
         assign(ins, 1, (data[1],))
 
 
@@ -186,8 +194,7 @@ def _softmax_type(p, ins, outs):
     _need_float(data, "softmax")
     if data is not None:
         assign_dtype(outs, 0, np.dtype(p.dtype) if p.dtype else data, "out")
-    if len(ins) > 1 and ins[1] is not None and ins[1].kind not in "iu":
-        raise InferError(f"length must hold integers, got {ins[1]}")
+    # length may have any dtype: MXNet's type rule leaves it free (its kernel reads it as is)
 
 
 def _softmax_activation_shape(p, ins, outs):

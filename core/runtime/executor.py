@@ -6,8 +6,8 @@ from typing import Any, Callable
 
 from ..ir.arguments import as_array, as_mapping
 from ..ir.context import Context
-from ..ir.errors import (ArgumentShapeError, ArgumentTypeError, BackwardError,
-                         HeadGradientError, UnknownArgumentError)
+from ..ir.errors import (ArgumentShapeError, ArgumentTypeError, HeadGradientError,
+                         UnknownArgumentError)
 from ..ir.graph import Graph, topo_order
 from ..ir.ndarray import user_array
 from ..ir.random import generator
@@ -60,7 +60,7 @@ class Executor:
         self._set_outputs()
         self._head_grad_eids = [None if v is None else ig.entry_id(v)
                                 for v in graph.attrs.get("head_grad_nodes", [])]
-        self._last_forward_trained = self._backward_ran = self._forward_ran = False
+        self._last_forward_trained = self._backward_ran = False
         self._arg_dict = self._grad_dict = self._aux_dict = self._output_dict = None
         plugins = plugin_manager()
         self._observed = plugins.has_observers("graphexec_executor_run")
@@ -110,7 +110,6 @@ class Executor:
         if self._plan.dynamic is not None:  # outputs whose shape settled in this forward
             self._set_outputs()
         self._last_forward_trained = bool(is_train)
-        self._forward_ran = True
         self._backward_ran = False
         return self.outputs
 
@@ -125,10 +124,9 @@ class Executor:
             return
         # As MXNet 1.9.1, backward after forward(is_train=False) differentiates the values
         # that inference pass computed (ops with a training mode, BatchNorm and Dropout, give
-        # their inference-mode gradients); only a backward before any forward is refused.
-        if not self._forward_ran:
-            raise BackwardError("backward() needs the values of a forward pass: call "
-                                "forward(is_train=True) first (no forward ran yet)")
+        # their inference-mode gradients), and a backward before any forward runs on what the
+        # buffers hold (zeros here): gradients that need no forward value (repeat, add) are
+        # right, as MXNet's tests rely on.
         if self._backward_ran and self._plan.graph.attrs["backward_clobbers_forward"]:
             self._replay_forward()
         grads = self._normalize_out_grads(out_grads)

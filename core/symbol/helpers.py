@@ -10,7 +10,7 @@ from ..ir.errors import ArgumentTypeError
 from ..ops.registry import find_op
 from .symbol import Symbol, create_op_symbol, symbol_method
 
-__all__ = ["maximum", "minimum", "pow", "power", "hypot", "internal", "arange"]
+__all__ = ["maximum", "minimum", "pow", "power", "hypot", "internal", "arange", "linspace", "eye"]
 
 
 def _pick(name: str, left: Any, right: Any, sym_op: str, scalar_op: str,
@@ -39,7 +39,7 @@ def minimum(left: Any, right: Any) -> Any:
                  lambda a, b: a if a < b else b)
 
 
-def pow(base: Any, exp: Any) -> Any:  # noqa: A001 - MXNet's name
+def pow(base: Any, exp: Any) -> Any:
     """``base ** exp`` elementwise; either may be a number (``_RPowerScalar`` when only
     ``exp`` is a symbol)."""
     return _pick("pow", base, exp, "_Power", "_PowerScalar", "_RPowerScalar",
@@ -53,15 +53,6 @@ def hypot(left: Any, right: Any) -> Any:
     """``sqrt(left**2 + right**2)`` elementwise; either may be a number."""
     return _pick("hypot", left, right, "_Hypot", "_HypotScalar", "_HypotScalar",
                  lambda a, b: (a ** 2 + b ** 2) ** 0.5)
-
-
-def arange(start: Any, stop: Any = None, step: float = 1.0, repeat: int = 1,
-           infer_range: bool = False, name: str | None = None, dtype: Any = None) -> Symbol:
-    """Evenly spaced values in [start, stop) (mx.sym.arange: ``_arange``, float32 unless
-    ``dtype`` says otherwise)."""
-    attrs = {"start": start, "stop": stop, "step": step, "repeat": repeat,
-             "infer_range": infer_range, "dtype": "float32" if dtype is None else dtype}
-    return create_op_symbol("_arange", [], {**attrs, "name": name})
 
 
 class _Internal:
@@ -93,3 +84,26 @@ def _gen_atomic_symbol(self: Symbol) -> Symbol:
         raise ArgumentTypeError("_gen_atomic_symbol: a variable has no operator")
     attrs = {k: v for k, v in node.attrs.items() if not (k.startswith("__") and k.endswith("__"))}
     return create_op_symbol(node.op.name, [], {**attrs, "name": node.name})
+
+
+def arange(start: float, stop: float | None = None, step: float = 1.0, repeat: int = 1,
+           infer_range: bool = False, name: str | None = None, dtype: Any = None) -> Symbol:
+    """MXNet's ``mx.sym.arange``: ``_arange`` (float32 unless ``dtype``); in an integer
+    dtype, start and step are converted first, as MXNet's kernel does."""
+    return create_op_symbol("_arange", [], {
+        "start": start, "stop": stop, "step": step, "repeat": repeat,
+        "infer_range": infer_range, "name": name, "dtype": dtype or "float32"})
+
+
+def linspace(start: float, stop: float, num: int, endpoint: bool = True,
+             name: str | None = None, dtype: Any = None) -> Symbol:
+    """MXNet's ``mx.sym.linspace``: ``_linspace`` (float32 unless ``dtype``)."""
+    return create_op_symbol("_linspace", [], {"start": start, "stop": stop, "num": num,
+                                              "endpoint": endpoint, "name": name,
+                                              "dtype": dtype or "float32"})
+
+
+def eye(N: int, M: int = 0, k: int = 0, dtype: Any = None, **kwargs: Any) -> Symbol:
+    """MXNet's ``mx.sym.eye``: ``_eye`` (float32 unless ``dtype``)."""
+    return create_op_symbol("_eye", [], {"N": N, "M": M, "k": k, "dtype": dtype or "float32",
+                                         **kwargs})

@@ -5,7 +5,7 @@ attributes in the operator's declaration order (``gx.sym.repeat(x, 2)`` is ``rep
 MXNet's hidden keys (``lr_mult``, ``ctx_group``, ...) become ``__key__``."""
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Callable
 
 from ..ir.attrs import hidden_key
 from ..ir.errors import ArgumentTypeError, AttributeParseError
@@ -19,9 +19,8 @@ def split_call(op: OpDef, called: str, args: list, kwargs: dict, is_symbol: Call
     """(positional input symbols, input symbols by name, raw attributes) of one call."""
     sym_kwargs = {k: v for k, v in kwargs.items() if is_symbol(v)}
     raw = {k: v for k, v in kwargs.items() if k not in sym_kwargs and v is not None}
-    names = _input_names(op, raw)
-    # None for an input means "not given"; for an attribute it is the value None ('None')
-    raw.update((k, v) for k, v in kwargs.items() if v is None and k not in names)
+    # None for an input means "not given"; for a declared attribute it is the value None
+    raw.update((k, v) for k, v in kwargs.items() if v is None and k in op.schema.fields)
     n_inputs = len(args) if op.variadic else _max_inputs(op, raw, args, is_symbol)
     positional = []
     for i, a in enumerate(args):
@@ -57,13 +56,6 @@ def _max_inputs(op: OpDef, raw: dict, args: list, is_symbol: Callable) -> int:
         return max(len(op.input_names(params)), min(leading, len(args)))
     except (AttributeParseError, TypeError, ValueError):
         return leading
-
-
-def _input_names(op: OpDef, raw: dict) -> list[str]:
-    try:
-        return op.input_names(op.parse(dict(raw), None))
-    except (AttributeParseError, TypeError, ValueError):
-        return []
 
 
 def hide_keys(attrs: dict, where: str) -> dict:

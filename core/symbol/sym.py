@@ -7,7 +7,7 @@ from typing import Any
 
 from ..ops.registry import all_names, find_op
 from . import contrib
-from .helpers import arange, hypot, maximum, minimum, pow, power  # noqa: A004 - MXNet's names
+from .helpers import arange, eye, hypot, linspace, maximum, minimum, pow, power  # noqa: A004
 from .helpers import internal as _internal
 from .json_io import load, load_json
 from .namespaces import linalg, random
@@ -16,7 +16,7 @@ from .symbol import Group, Symbol, Variable, create_op_symbol, var
 
 __all__ = ["Symbol", "Variable", "var", "Group", "load", "load_json", "contrib", "histogram",
            "split_v2", "linalg", "random", "maximum", "minimum", "pow", "power", "hypot",
-           "_internal", "arange"]
+           "_internal", "arange", "linspace", "eye"]
 
 
 def __getattr__(name: str) -> Any:

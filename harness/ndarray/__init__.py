@@ -24,7 +24,7 @@ from graphexec.core.symbol import ndarray_io
 from graphexec.core.symbol.namespaces import LINALG_OPS
 
 from . import methods  # noqa: F401 - installs the operator methods on NDArray
-from . import random
+from . import contrib, random  # noqa: F401 - gx.nd.contrib, gx.nd.random
 from .arith import (add, divide, equal, greater, greater_equal, lesser, lesser_equal,
                     logical_and, logical_or, logical_xor, maximum, minimum, modulo, multiply,
                     not_equal, power, subtract, true_divide)

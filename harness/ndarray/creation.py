@@ -82,7 +82,14 @@ def arange(start: float, stop: float | None = None, step: float = 1.0, repeat: i
     """Evenly spaced values in [start, stop), each repeated ``repeat`` times."""
     if stop is None:
         start, stop = 0, start
-    values = np.arange(start, stop, step, dtype=np.float64).astype(dtype)
+    # MXNet's range kernel: the length from the float values, then start + i * step in the
+    # output dtype (an integer dtype truncates start and step first: 1.3 steps by 1)
+    count = max(int(np.ceil((stop - start) / step)), 0)
+    dt = np.dtype(dtype)
+    if dt.kind in "iub":
+        values = (int(start) + np.arange(count, dtype=np.int64) * int(step)).astype(dt)
+    else:
+        values = np.arange(start, stop, step, dtype=np.float64).astype(dt)
     return _new(np.repeat(values, int(repeat)) if repeat != 1 else values, ctx)
 
 

@@ -3,9 +3,8 @@ operator registered here, checked forward against numpy and by finite difference
 other op (its backward runs the user's ``backward``)."""
 from __future__ import annotations
 
-import numpy as np
-
 import graphexec as gx
+import numpy as np
 
 from . import OpCase
 

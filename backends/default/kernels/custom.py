@@ -30,7 +30,7 @@ def _run_user(call, method: str, fn, *args) -> None:
         fn(*args)
     except GraphexecError:
         raise
-    except Exception as exc:  # noqa: BLE001 - user code
+    except Exception as exc:  # noqa: BLE001 - user code may raise anything
         raise CustomOpError(f"Custom op_type {call.params.op_type!r} (node "
                             f"{call.node_name!r}): {method} raised {type(exc).__name__}: "
                             f"{exc}") from exc

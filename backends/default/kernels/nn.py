@@ -125,12 +125,20 @@ def _gelu(xp, x, y):
     xp.multiply(y, cast_scalar(0.5, y), out=y)
 
 
+def prelu_gamma_shape(gshape: tuple, ndim: int) -> tuple:
+    """gamma broadcast against data: a scalar, one value per channel (axis 1), or, with
+    several dimensions, the leading axes of data (MXNet 1.9.1)."""
+    if len(gshape) > 1:
+        return tuple(gshape) + (1,) * (ndim - len(gshape))
+    shape = [1] * ndim
+    if gshape[0] != 1:
+        shape[1] = gshape[0]
+    return tuple(shape)
+
+
 def _prelu(call):
     xp, x, gamma, y = call.xp, call.inputs[0], call.inputs[1], call.outputs[0]
-    shape = [1] * x.ndim
-    if gamma.shape[0] != 1:
-        shape[1] = gamma.shape[0]
-    g = gamma.reshape(shape)
+    g = gamma.reshape(prelu_gamma_shape(gamma.shape, x.ndim))
     return partial(_negative_part, xp, x, y, lambda t: xp.multiply(t, g, out=t))
 
 

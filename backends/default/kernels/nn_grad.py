@@ -13,7 +13,7 @@ import numpy as np
 from graphexec.core.ops.nn import SELU_ALPHA, SELU_LAMBDA
 
 from .base import cast_scalar, kernel, nothing, sequence, special
-from .nn import matmul_into, reshaper, work_dtype
+from .nn import matmul_into, prelu_gamma_shape, reshaper, work_dtype
 
 __all__ = ["target", "sum_into", "nothing", "sequence"]
 
@@ -136,12 +136,10 @@ def _prelu_backward(call):
     xp = call.xp
     og, x, gamma = call.inputs[:3]
     dx, dgamma = call.outputs
-    shape = [1] * x.ndim
-    per_channel = gamma.shape[0] != 1
-    if per_channel:
-        shape[1] = gamma.shape[0]
+    shape = prelu_gamma_shape(gamma.shape, x.ndim)
     g = gamma.reshape(shape)
-    axes = tuple(i for i in range(x.ndim) if not (per_channel and i == 1))
+    # gamma's gradient sums over the axes gamma broadcasts along
+    axes = tuple(i for i in range(x.ndim) if shape[i] == 1)
     want_x, want_g = call.req[0] != "null", call.req[1] != "null"
 
     def run():

@@ -127,10 +127,14 @@ def _scaled_expm1(c: ConvertCall, t: str, alpha: float) -> str:
 
 
 def _prelu(c: ConvertCall) -> None:
-    """gamma (C,) broadcast over axis 1 (a single value broadcasts everywhere)."""
+    """gamma (C,) broadcast over axis 1 (a single value broadcasts everywhere); a gamma of
+    several dimensions covers the leading axes of data."""
     gamma = c.inputs[1]
     ndim, gshape = len(c.in_shapes[0]), c.in_shapes[1]
-    if ndim > 2 and gshape[0] != 1:
+    if len(gshape) > 1 and ndim > len(gshape):
+        tail = c.b.ints(range(len(gshape), ndim), c.hint("axes"))
+        gamma = c.b.one("Unsqueeze", [gamma, tail], hint=c.hint("gamma"))
+    elif len(gshape) == 1 and ndim > 2 and gshape[0] != 1:
         tail = c.b.ints(range(1, ndim - 1), c.hint("axes"))
         gamma = c.b.one("Unsqueeze", [gamma, tail], hint=c.hint("gamma"))
     c.b.one("PRelu", [c.x, gamma], c.out)
