@@ -46,6 +46,7 @@ from .models import Model, load_model, make_inputs
 from .worker import IsolatedSession, StrategyFailed, save_model
 
 __all__ = ["compare", "diff_plan", "parse_strategies", "strategy_labels", "row_notes",
+           "default_strategies",
            "REFERENCE"]
 
 #: the strategy every other one is checked against, and the default baseline
@@ -78,6 +79,13 @@ def parse_strategies(text: str | Sequence[str]) -> list[str]:
     if not out:
         raise GraphexecError("no strategy given: expected e.g. 'NONE,onnxrt,fused'")
     return out
+
+
+def default_strategies() -> list[str]:
+    """The strategies compared when none are named: NONE, onnxrt and fused, and ``default``
+    (MXNet's test backend) only when op names are set for it (otherwise it claims nothing)."""
+    from graphexec.core.subgraph.api import get_op_names
+    return [REFERENCE, "onnxrt", "fused"] + (["default"] if get_op_names("default") else [])
 
 
 def strategy_labels(names: Sequence[str]) -> list[str]:

@@ -16,7 +16,7 @@ from rich.table import Table
 
 from graphexec.core.subgraph import get_backend, list_backends
 
-from . import compare, diff_plan, parse_strategies, row_notes
+from . import compare, default_strategies, diff_plan, parse_strategies, row_notes
 from .models import load_model, parse_shapes
 from .plot import plot_model
 from .report import write_report
@@ -55,11 +55,12 @@ def add_compare(sub: argparse._SubParsersAction) -> None:
                                    "confidence interval and a verdict (faster / slower / "
                                    "same), and its difference from NONE.")
     _model_args(p)
-    p.add_argument("--strategies", default="NONE,onnxrt,fused",
+    p.add_argument("--strategies",
                    help="strategies separated by commas (options attach to the strategy "
                         "before them: onnxrt:min_size=4,threads=2); chain backends with + "
                         "(onnxrt+fused), or separate strategies with ; ; a strategy may be "
-                        "listed twice (default: %(default)s)")
+                        "listed twice (default: NONE,onnxrt,fused, and default when op names "
+                        "are set for it)")
     p.add_argument("--baseline", metavar="NAME",
                    help="the strategy speed-ups are relative to (default NONE, added when "
                         "not listed)")
@@ -88,7 +89,7 @@ def run_compare(args: argparse.Namespace) -> int:
 
     console = _console(260 if args.wide else 100)
     model = _load(args)
-    strategies = parse_strategies(args.strategies)
+    strategies = parse_strategies(args.strategies or default_strategies())
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
                   console=console, transient=True) as bar:
         task = bar.add_task("starting", total=None)
@@ -158,7 +159,9 @@ def compare_table(result: dict, wide: bool = False):
     if wide:
         columns += ["max |diff|", "planned MB", "peak RSS MB (+growth)", "fallbacks"]
     for c in columns:
-        table.add_column(c, justify="left" if c in ("strategy", "verdict") else "right")
+        # fold: a long strategy text wraps onto a second line rather than being cut
+        table.add_column(c, justify="left" if c in ("strategy", "verdict") else "right",
+                         overflow="fold")
     for row in result["strategies"]:
         if row.get("error"):
             table.add_row(row["strategy"], "[red]failed (see below)[/red]",
