@@ -121,7 +121,11 @@ def test_broken_strategies_are_rows_not_crashes(broken_backend):
                for n in row_notes(broken))
 
 
-def test_a_region_that_fails_at_run_time_is_not_claimed_in_the_plan(broken_backend):
+def test_a_region_that_fails_at_run_time_is_not_claimed_in_the_plan(broken_backend, caplog,
+                                                                    monkeypatch):
+    import logging
+    monkeypatch.setenv("MXNET_SUBGRAPH_VERBOSE", "1")
+    caplog.set_level(logging.INFO, logger="graphexec.subgraph")
     x = gx.sym.Variable("data")
     y = gx.sym.FullyConnected(x, num_hidden=4, name="fc") + 1
     exe = y.simple_bind(gx.cpu(), grad_req="null", backend=broken_backend, data=(2, 3))
@@ -136,6 +140,9 @@ def test_a_region_that_fails_at_run_time_is_not_claimed_in_the_plan(broken_backe
     line = next(ln for ln in plan.table().splitlines() if ln.startswith("fc "))
     assert "(fell back to native)" in line and "runs natively: creating its runner failed" in line
     assert plan.to_dict()["regions"][0]["status"] == "fallback"
+    exe.forward()   # the fallback stays: logged once
+    logged = [r.getMessage() for r in caplog.records if "falls back" in r.getMessage()]
+    assert len(logged) == 1 and "on fire" in logged[0]
 
 
 def test_training_compares_gradients_and_skips_inference_only_backends():
