@@ -175,7 +175,7 @@ def test_ctrl_c_returns_what_was_measured():
     def stop_timing(strategy, phase):   # Ctrl-C while timing: the complete rounds count
         if phase == "15 rounds":
             raise KeyboardInterrupt
-    result = gx.compare("mlp", "NONE,onnxrt", repeat=10, budget_s=60, precision=1e-9,
+    result = gx.compare("mlp", "NONE,onnxrt", repeat=10, budget_s=1e9, precision=1e-9,
                         progress=stop_timing)
     assert result["interrupted"] and result["rounds"] == 15
     assert all(len(r["forward_ms"]["samples"]) == 15 for r in result["strategies"])

@@ -213,7 +213,7 @@ def compare_notes(result: dict) -> list[str]:
     has no room for (why it claimed nothing, what fell back, its error)."""
     rounds, number = result.get("rounds"), result.get("calls_per_sample") or {}
     calls = ", ".join(f"{n} {k}" for k, n in number.items())
-    lines = [f"speed-up = {result['baseline']} time / strategy time (>1: faster), median of "
+    lines = [f"speed-up = {result['baseline']} time / strategy time (>1: faster), from "
              f"{rounds} rounds timed in turn ({calls} call(s) per sample); the interval holds "
              f"the true speed-up with 95% confidence; 'faster'/'slower' only when it excludes "
              f"1 and the speed-up is at least {result['min_effect']:.0%}; rel diff: largest "
