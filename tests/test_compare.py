@@ -249,7 +249,7 @@ def test_auto_takes_a_region_only_when_it_is_significantly_faster(monkeypatch):
     fake = {"onnxrt": 1.0, "fused": 3.0, "native": 2.0}
     noise = np.exp(np.random.default_rng(0).normal(0, 0.02, (2, 20)))
 
-    def timed(region, ctx, need_grad, repeat, left_s, share_s, min_gain):
+    def timed(region, ctx, need_grad, repeat, deadline, share_s, min_gain):
         # synthetic paired samples through the same statistics as the real timing
         native, own = fake["native"] * noise[0], fake[region["backend"]] * noise[1]
         s = speedup(list(native), list(own), min_gain)
