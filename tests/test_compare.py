@@ -171,6 +171,7 @@ def test_ctrl_c_returns_what_was_measured():
     assert result["interrupted"] and result["rounds"] == 0
     assert [r["strategy"] for r in result["strategies"]] == ["NONE", "onnxrt"]
     assert ("NONE", "bind") in seen and ("onnxrt", "first run") in seen
+    assert "onnxrt" in _printed(result)   # the table of an interrupted run prints
 
     def stop_timing(strategy, phase):   # Ctrl-C while timing: the complete rounds count
         if phase == "15 rounds":
@@ -179,6 +180,20 @@ def test_ctrl_c_returns_what_was_measured():
                         progress=stop_timing)
     assert result["interrupted"] and result["rounds"] == 15
     assert all(len(r["forward_ms"]["samples"]) == 15 for r in result["strategies"])
+
+
+def _printed(result) -> str:
+    import io
+
+    from rich.console import Console
+
+    from graphexec.tools.compare.commands import compare_notes, compare_table
+    out = io.StringIO()
+    console = Console(file=out, width=260)
+    console.print(compare_table(result, wide=True))
+    for line in compare_notes(result):
+        console.print(line)
+    return out.getvalue()
 
 
 def test_diff_plan_lists_moved_nodes():

@@ -132,6 +132,11 @@ def _num(v: float) -> str:
     return f"{v:.0f}" if v >= 100 else f"{v:.3g}"
 
 
+def _diff(v: float | None, digits: int) -> str:
+    """A difference from the reference; '-' when not computed (Ctrl-C while binding)."""
+    return "-" if v is None else f"{v:.{digits}g}"
+
+
 def _mb(n: int | None) -> str:
     return "-" if n is None else f"{n / 2**20:.1f}"
 
@@ -181,9 +186,9 @@ def _cells(row: dict, result: dict, wide: bool) -> list[str]:
     cells.append(_ms(row.get("forward_ms"), wide))
     if result["train"]:
         cells.append(_ms(row.get("train_ms"), wide))
-    cells += [_speedup_text(row), _verdict_text(row), f"{row['max_rel_diff']:.2g}"]
+    cells += [_speedup_text(row), _verdict_text(row), _diff(row.get("max_rel_diff"), 2)]
     if wide:
-        cells += [f"{row['max_abs_diff']:.3g}", _mb(row["planned_bytes"]),
+        cells += [_diff(row.get("max_abs_diff"), 3), _mb(row["planned_bytes"]),
                   f"{_mb(row['peak_rss_bytes'])} (+{_mb(row['rss_growth_bytes'])})",
                   str(row["fallbacks"])]
     return cells
