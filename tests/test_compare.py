@@ -145,6 +145,43 @@ def test_a_region_that_fails_at_run_time_is_not_claimed_in_the_plan(broken_backe
     assert len(logged) == 1 and "on fire" in logged[0]
 
 
+class _Flaky(SubgraphProperty):
+    """Runs its regions natively for a while, then raises a PlacementError, which the region
+    kernel lets through (no native fallback): the run itself fails."""
+    name = "flaky_timing"
+    calls = 0
+
+    def create_selector(self):
+        from graphexec.core.subgraph import OpNameSelector
+        return OpNameSelector({"FullyConnected"})
+
+    def create_runner(self, region):
+        from graphexec.core.ir.errors import PlacementError
+        from graphexec.core.subgraph.api import native_runner
+        native = native_runner(region)
+
+        def run():
+            _Flaky.calls += 1
+            if _Flaky.calls > 20:
+                raise PlacementError("the device went away")
+            native()
+        return run
+
+
+def test_a_strategy_failing_while_timed_is_a_row_and_the_others_go_on():
+    register_backend("flaky_timing", lambda: SubgraphBackend("flaky_timing", [_Flaky()]))
+    try:
+        _Flaky.calls = 0
+        result = gx.compare("mlp", "NONE,flaky_timing,onnxrt", repeat=10, budget_s=1)
+    finally:
+        _BACKENDS.pop("flaky_timing", None)
+    rows = _rows(result)
+    error = rows["flaky_timing"]["error"]
+    assert error.startswith("failed while timed: ") and "the device went away" in error
+    assert rows["onnxrt"]["verdict"] in ("faster", "slower", "same")
+    assert result["rounds"] >= 10
+
+
 def test_training_compares_gradients_and_skips_inference_only_backends():
     result = gx.compare("mlp", "NONE,onnxrt,fused:cost_model=false", train=True, repeat=6,
                         budget_s=1)
