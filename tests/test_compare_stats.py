@@ -53,7 +53,7 @@ def _sampled_until_precise(rng, ratio: float, precision: float = 0.02) -> dict:
 
 def test_equal_strategies_on_a_bursty_machine_are_the_same():
     # the Done-when of issue 19: NONE against NONE is 'same' in at least 19 of 20 runs; an
-    # interval narrowed to +-2% and a 3% minimum effect make a false verdict rare
+    # interval narrowed to +-2% and a 5% minimum effect make a false verdict rare
     rng = np.random.default_rng(2)
     verdicts = [_sampled_until_precise(rng, 1.0)["verdict"] for _ in range(300)]
     assert verdicts.count("same") >= 0.99 * len(verdicts)
