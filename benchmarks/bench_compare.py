@@ -1,20 +1,19 @@
-"""The cost-aware strategy (issue 8): on each zoo model, the forward time of ``auto`` against
-the best single strategy (NONE, onnxrt, fused), both bound in this process and timed in
-alternation, plus the time ``auto`` spends measuring at bind.
+"""The cost-aware strategy (issues 8, 19): on each zoo model, the forward time of ``auto``
+against the best single strategy (NONE, onnxrt, fused), all bound in this process and timed
+round-robin (``graphexec.core.runtime.timing.interleave``, as ``graphexec compare`` does),
+with the 95% interval of auto's time over the best's, plus the time ``auto`` spends measuring
+at bind (bounded by its ``budget`` option).
 
 Run: python benchmarks/bench_compare.py [--models mlp,lenet,...] [--batch N]
 """
 from __future__ import annotations
 
 import argparse
-import os
-import sys
+import statistics
 import time
 
-sys.path.insert(0, os.path.dirname(__file__))
-from common import interleaved_medians  # noqa: E402
-
-from graphexec.tools.compare.models import load_model, make_inputs  # noqa: E402
+from graphexec.core.runtime.timing import interleave, speedup
+from graphexec.tools.compare.models import load_model, make_inputs
 
 SINGLE = ["NONE", "onnxrt", "fused"]
 
@@ -32,23 +31,35 @@ def bound(model, strategy: str, inputs: dict):
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--models", default="mlp,lenet,lstm,pointwise,resnet18_v1")
-    ap.add_argument("--repeat", type=int, default=15)
+    ap.add_argument("--repeat", type=int, default=15, help="rounds at least")
+    ap.add_argument("--budget", type=float, default=20.0, help="seconds of timing per model")
     opts = ap.parse_args()
     print(f"{'model':12s} {'NONE':>9s} {'onnxrt':>9s} {'fused':>9s} {'auto':>9s}  best single   "
-          f"auto/best  auto bind s  auto's regions")
+          f"auto/best (95%)     auto bind s  auto's regions")
     for name in opts.models.split(","):
         model = load_model(name)
         inputs = make_inputs(model)
         exes = {s: bound(model, s, inputs)[0] for s in SINGLE}
         exes["auto"], auto_bind = bound(model, "auto", inputs)
-        t = interleaved_medians({s: (lambda e=e: e.forward()) for s, e in exes.items()},
-                                repeat=opts.repeat, number=3)
+        samples, _ = interleave({s: (lambda e=e: _seconds(e)) for s, e in exes.items()},
+                                min_rounds=opts.repeat, max_rounds=10 * opts.repeat,
+                                budget_s=opts.budget)
+        t = {s: statistics.median(v) for s, v in samples.items()}
         best = min(SINGLE, key=t.get)
+        ratio = speedup(samples[best], samples["auto"])   # best's time over auto's
+        lo, hi = ratio["ci95"] or (float("nan"), float("nan"))
         regions = exes["auto"].partition_plan.regions
         chosen = ", ".join(sorted({f"{r.backend}" for r in regions})) or "none"
         print(f"{name:12s} " + " ".join(f"{t[s] * 1e3:8.2f}m" for s in SINGLE + ["auto"])
-              + f"  {best:11s}  {t['auto'] / t[best]:8.3f}  {auto_bind:10.2f}   "
-                f"{len(regions)} ({chosen})")
+              + f"  {best:11s}  {1 / ratio['estimate']:.3f} ({1 / hi:.2f}-{1 / lo:.2f})"
+                f"  {auto_bind:10.2f}   {len(regions)} ({chosen})")
+
+
+def _seconds(exe, number: int = 3) -> float:
+    t0 = time.perf_counter()
+    for _ in range(number):
+        exe.forward()
+    return (time.perf_counter() - t0) / number
 
 
 if __name__ == "__main__":

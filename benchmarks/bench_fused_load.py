@@ -4,7 +4,9 @@ For each model, NONE and each fused strategy are bound once, then timed in turn 
 :func:`graphexec.core.runtime.timing.interleave`, as ``graphexec compare`` does); the figure is
 fused time / native time with its 95% interval (1.0: as fast; the goal is <= 1.2 under load).
 The load is ``--load`` processes spinning in pure Python (one per core by default) started
-before the loaded phase and stopped after it.
+before the loaded phase and stopped after it. ``fused (threads by size)`` is the fused backend
+bound as if the machine were idle (threads by size only: what runs when the load average is
+below 1.5 per core), to compare with the one-thread rule of a busy machine.
 
     python benchmarks/bench_fused_load.py                       # idle, then loaded
     python benchmarks/bench_fused_load.py --phases loaded --models resnet18_v1
@@ -19,13 +21,23 @@ import time
 
 import numpy as np
 
+from graphexec.backends.fused import runner
 from graphexec.core.runtime.timing import interleave, speedup
 from graphexec.tools.compare.models import load_model, make_inputs
 
 SPIN = "while True:\n    pass\n"
 
 
+IDLE_VARIANT = "fused (threads by size)"
+
+
 def bind(model, strategy: str, inputs: dict):
+    if strategy == IDLE_VARIANT:
+        busy, runner.machine_busy = runner.machine_busy, lambda: False
+        try:
+            return bind(model, "fused", inputs)
+        finally:
+            runner.machine_busy = busy
     exe = model.bind(strategy)
     for k, v in inputs.items():
         exe.arg_dict[k][...] = v
@@ -65,7 +77,8 @@ def measure(name: str, strategies: list[str], rounds: int, budget: float) -> lis
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--models", default="lenet,resnet18_v1,resnet50_v1")
-    p.add_argument("--strategies", default="fused", help="fused strategies, ';'-separated")
+    p.add_argument("--strategies", default=f"fused;{IDLE_VARIANT}",
+                   help="fused strategies, ';'-separated (default: %(default)s)")
     p.add_argument("--phases", default="idle,loaded")
     p.add_argument("--load", type=int, default=os.cpu_count() or 2,
                    help="spinning processes in the loaded phase (default: one per core)")
@@ -73,7 +86,8 @@ def main() -> None:
     p.add_argument("--budget", type=float, default=20.0, help="seconds of timing per model")
     args = p.parse_args()
     strategies = [s for s in args.strategies.split(";") if s]
-    print(f"load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    print(f"load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores; "
+          f"busy: {runner.machine_busy()}")
     for phase in args.phases.split(","):
         spinners = [subprocess.Popen([sys.executable, "-c", SPIN])
                     for _ in range(args.load if phase == "loaded" else 0)]

@@ -22,15 +22,22 @@ def median_time(fn: Callable[[], object], repeat: int = 7, number: int = 1) -> f
 def interleaved_medians(fns: dict[str, Callable[[], object]], repeat: int = 15,
                         number: int = 1) -> dict[str, float]:
     """Median per-call time of each function, timing them in alternation so that drift in a
-    shared machine's speed hits all of them alike."""
-    times: dict[str, list[float]] = {k: [] for k in fns}
-    for _ in range(repeat):
-        for name, fn in fns.items():
+    shared machine's speed hits all of them alike (round-robin with the order rotating each
+    round: ``graphexec.core.runtime.timing.interleave``, what ``graphexec compare`` uses)."""
+    from graphexec.core.runtime.timing import interleave
+
+    def timed(fn: Callable[[], object]) -> Callable[[], float]:
+        def run() -> float:
             t0 = time.perf_counter()
             for _ in range(number):
                 fn()
-            times[name].append((time.perf_counter() - t0) / number)
-    return {k: statistics.median(v) for k, v in times.items()}
+            return (time.perf_counter() - t0) / number
+        return run
+    samples, interrupted = interleave({k: timed(f) for k, f in fns.items()}, min_rounds=repeat,
+                                      max_rounds=repeat, budget_s=float("inf"))
+    if interrupted:
+        raise KeyboardInterrupt
+    return {k: statistics.median(v) for k, v in samples.items()}
 
 
 def mxnet_ms(python: str, model: str, batch: int, repeat: int, threads: int) -> list[float]:

@@ -121,7 +121,11 @@ def test_broken_strategies_are_rows_not_crashes(broken_backend):
                for n in row_notes(broken))
 
 
-def test_a_region_that_fails_at_run_time_is_not_claimed_in_the_plan(broken_backend):
+def test_a_region_that_fails_at_run_time_is_not_claimed_in_the_plan(broken_backend, caplog,
+                                                                    monkeypatch):
+    import logging
+    monkeypatch.setenv("MXNET_SUBGRAPH_VERBOSE", "1")
+    caplog.set_level(logging.INFO, logger="graphexec.subgraph")
     x = gx.sym.Variable("data")
     y = gx.sym.FullyConnected(x, num_hidden=4, name="fc") + 1
     exe = y.simple_bind(gx.cpu(), grad_req="null", backend=broken_backend, data=(2, 3))
@@ -136,6 +140,46 @@ def test_a_region_that_fails_at_run_time_is_not_claimed_in_the_plan(broken_backe
     line = next(ln for ln in plan.table().splitlines() if ln.startswith("fc "))
     assert "(fell back to native)" in line and "runs natively: creating its runner failed" in line
     assert plan.to_dict()["regions"][0]["status"] == "fallback"
+    exe.forward()   # the fallback stays: logged once
+    logged = [r.getMessage() for r in caplog.records if "falls back" in r.getMessage()]
+    assert len(logged) == 1 and "on fire" in logged[0]
+
+
+class _Flaky(SubgraphProperty):
+    """Runs its regions natively for a while, then raises a PlacementError, which the region
+    kernel lets through (no native fallback): the run itself fails."""
+    name = "flaky_timing"
+    calls = 0
+
+    def create_selector(self):
+        from graphexec.core.subgraph import OpNameSelector
+        return OpNameSelector({"FullyConnected"})
+
+    def create_runner(self, region):
+        from graphexec.core.ir.errors import PlacementError
+        from graphexec.core.subgraph.api import native_runner
+        native = native_runner(region)
+
+        def run():
+            _Flaky.calls += 1
+            if _Flaky.calls > 20:
+                raise PlacementError("the device went away")
+            native()
+        return run
+
+
+def test_a_strategy_failing_while_timed_is_a_row_and_the_others_go_on():
+    register_backend("flaky_timing", lambda: SubgraphBackend("flaky_timing", [_Flaky()]))
+    try:
+        _Flaky.calls = 0
+        result = gx.compare("mlp", "NONE,flaky_timing,onnxrt", repeat=10, budget_s=1)
+    finally:
+        _BACKENDS.pop("flaky_timing", None)
+    rows = _rows(result)
+    error = rows["flaky_timing"]["error"]
+    assert error.startswith("failed while timed: ") and "the device went away" in error
+    assert rows["onnxrt"]["verdict"] in ("faster", "slower", "same")
+    assert result["rounds"] >= 10
 
 
 def test_training_compares_gradients_and_skips_inference_only_backends():
@@ -164,14 +208,29 @@ def test_ctrl_c_returns_what_was_measured():
     assert result["interrupted"] and result["rounds"] == 0
     assert [r["strategy"] for r in result["strategies"]] == ["NONE", "onnxrt"]
     assert ("NONE", "bind") in seen and ("onnxrt", "first run") in seen
+    assert "onnxrt" in _printed(result)   # the table of an interrupted run prints
 
     def stop_timing(strategy, phase):   # Ctrl-C while timing: the complete rounds count
         if phase == "15 rounds":
             raise KeyboardInterrupt
-    result = gx.compare("mlp", "NONE,onnxrt", repeat=10, budget_s=60, precision=1e-9,
+    result = gx.compare("mlp", "NONE,onnxrt", repeat=10, budget_s=1e9, precision=1e-9,
                         progress=stop_timing)
     assert result["interrupted"] and result["rounds"] == 15
     assert all(len(r["forward_ms"]["samples"]) == 15 for r in result["strategies"])
+
+
+def _printed(result) -> str:
+    import io
+
+    from rich.console import Console
+
+    from graphexec.tools.compare.commands import compare_notes, compare_table
+    out = io.StringIO()
+    console = Console(file=out, width=260)
+    console.print(compare_table(result, wide=True))
+    for line in compare_notes(result):
+        console.print(line)
+    return out.getvalue()
 
 
 def test_diff_plan_lists_moved_nodes():
@@ -242,7 +301,7 @@ def test_auto_takes_a_region_only_when_it_is_significantly_faster(monkeypatch):
     fake = {"onnxrt": 1.0, "fused": 3.0, "native": 2.0}
     noise = np.exp(np.random.default_rng(0).normal(0, 0.02, (2, 20)))
 
-    def timed(region, ctx, need_grad, repeat, left_s, share_s, min_gain):
+    def timed(region, ctx, need_grad, repeat, deadline, share_s, min_gain):
         # synthetic paired samples through the same statistics as the real timing
         native, own = fake["native"] * noise[0], fake[region["backend"]] * noise[1]
         s = speedup(list(native), list(own), min_gain)

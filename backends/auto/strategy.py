@@ -174,8 +174,9 @@ def _time_candidates(regions: list[dict], ctx, need_grad: bool, opts: dict) -> l
             decisions[i] = _untimed(regions[i], f"not timed: the budget of {opts['budget']} s "
                                                 f"was spent")
             continue
-        decisions[i] = _time_candidate(regions[i], ctx, need_grad, opts["repeat"], left,
-                                       left / (len(order) - k), opts["min_gain"])
+        decisions[i] = _time_candidate(regions[i], ctx, need_grad, opts["repeat"],
+                                       start + opts["budget"], left / (len(order) - k),
+                                       opts["min_gain"])
     return decisions
 
 
@@ -185,13 +186,13 @@ def _untimed(region: dict, why: str) -> dict:
             "verdict": "same", "note": why}
 
 
-def _time_candidate(region: dict, ctx, need_grad: bool, repeat: int, left_s: float,
+def _time_candidate(region: dict, ctx, need_grad: bool, repeat: int, deadline: float,
                     share_s: float, min_gain: float) -> dict:
     """The region run natively and by its backend (each bound on its own), timed in turn
     until the 95% interval of the backend's speed-up decides (or ``repeat`` rounds, or its
     ``share_s`` of the budget): median ms of each, ``speedup``, ``ci95``, ``verdict``. Not
-    timed when the fewest rounds would take longer than the ``left_s`` seconds of the budget
-    (bound and run once, the two calls tell)."""
+    timed when the fewest rounds would end after the budget's ``deadline`` (a
+    ``time.perf_counter()`` value; bound and run once, the two calls tell)."""
     runs: dict[str, Any] = {}
     for label, backend in (("native", "NONE"), (region["backend"], region["backend"])):
         try:
@@ -202,10 +203,11 @@ def _time_candidate(region: dict, ctx, need_grad: bool, repeat: int, left_s: flo
             return _untimed(region, f"{backend} failed: {type(exc).__name__}: {exc}")
     own = region["backend"]
     single = {k: _seconds(run, 1) for k, run in runs.items()}
+    left_s = deadline - time.perf_counter()
     if _MIN_ROUNDS * sum(single.values()) > left_s:
         return _untimed(region, f"not timed: {_MIN_ROUNDS} rounds would take "
-                                f"{_MIN_ROUNDS * sum(single.values()):.1f} s, more than the "
-                                f"{left_s:.1f} s left of the budget")
+                                f"{_MIN_ROUNDS * sum(single.values()):.3g} s, more than the "
+                                f"{max(left_s, 0):.3g} s left of the budget")
     number = max(1, min(1000, math.ceil(_SAMPLE_S / max(single["native"], 1e-7))))
 
     def decided(samples: dict) -> bool:

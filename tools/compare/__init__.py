@@ -11,7 +11,8 @@ values are checked against), "isolate", "rounds", "calls_per_sample", "budget_s"
 "interrupted", "strategies": [row, ...]}`` with one row per strategy:
 
 ``strategy`` (its label: a strategy listed twice gets ``NAME #2``), ``spec`` (the strategy
-text), ``error`` (None, or why the strategy failed: the other fields may then be missing),
+text), ``error`` (None, or why the strategy failed, at bind or while timed: the other
+fields may then be missing),
 ``regions``, ``claimed`` (ops by backend, without the regions that fell back to native at
 run time: those are under ``fell_back``), ``total_ops``, ``skipped`` (backends not applied,
 why), ``boundaries`` and ``boundary_bytes`` (entries entering or leaving regions per run),
@@ -46,6 +47,7 @@ from .models import Model, load_model, make_inputs
 from .worker import IsolatedSession, StrategyFailed, save_model
 
 __all__ = ["compare", "diff_plan", "parse_strategies", "strategy_labels", "row_notes",
+           "default_strategies",
            "REFERENCE"]
 
 #: the strategy every other one is checked against, and the default baseline
@@ -78,6 +80,13 @@ def parse_strategies(text: str | Sequence[str]) -> list[str]:
     if not out:
         raise GraphexecError("no strategy given: expected e.g. 'NONE,onnxrt,fused'")
     return out
+
+
+def default_strategies() -> list[str]:
+    """The strategies compared when none are named: NONE, onnxrt and fused, and ``default``
+    (MXNet's test backend) only when op names are set for it (otherwise it claims nothing)."""
+    from graphexec.core.subgraph.api import get_op_names
+    return [REFERENCE, "onnxrt", "fused"] + (["default"] if get_op_names("default") else [])
 
 
 def strategy_labels(names: Sequence[str]) -> list[str]:
@@ -216,7 +225,40 @@ def _time(result: dict, rows: dict, sessions: dict, base: str, say) -> None:
     kinds = ["forward"] + (["train"] if result["train"] else [])
     say("timing", "calibrating")
     number = {k: _calls_per_sample(sessions[base].timer(k, 1)) for k in kinds}
-    fns = {(label, k): s.timer(k, number[k]) for label, s in sessions.items() for k in kinds}
+    timed = dict(sessions)
+    while True:   # a strategy that fails while timed leaves; the others are timed again
+        try:
+            _rounds(result, rows, timed, base, kinds, number, say)
+            return
+        except _TimingFailed as failed:
+            rows[failed.label]["error"] = f"failed while timed: {failed.cause}"
+            timed.pop(failed.label)
+            if failed.label == base:
+                return
+
+
+class _TimingFailed(Exception):
+    def __init__(self, label: str, cause: str):
+        super().__init__(cause)
+        self.label, self.cause = label, cause
+
+
+def _guarded(label: str, timer: Callable[[], float]) -> Callable[[], float]:
+    def run() -> float:
+        try:
+            return timer()
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except Exception as exc:  # noqa: BLE001 - the strategy's row records it
+            raise _TimingFailed(label, f"{type(exc).__name__}: {exc}") from exc
+    return run
+
+
+def _rounds(result: dict, rows: dict, sessions: dict, base: str, kinds: list[str],
+            number: dict, say) -> None:
+    """Time ``sessions`` round-robin and add the figures to their rows."""
+    fns = {(label, k): _guarded(label, s.timer(k, number[k]))
+           for label, s in sessions.items() for k in kinds}
     others = [(label, k) for label in sessions if label != base for k in kinds]
 
     def done(samples: dict) -> bool:

@@ -16,7 +16,7 @@ from rich.table import Table
 
 from graphexec.core.subgraph import get_backend, list_backends
 
-from . import compare, diff_plan, parse_strategies, row_notes
+from . import compare, default_strategies, diff_plan, parse_strategies, row_notes
 from .models import load_model, parse_shapes
 from .plot import plot_model
 from .report import write_report
@@ -55,11 +55,12 @@ def add_compare(sub: argparse._SubParsersAction) -> None:
                                    "confidence interval and a verdict (faster / slower / "
                                    "same), and its difference from NONE.")
     _model_args(p)
-    p.add_argument("--strategies", default="NONE,onnxrt,fused",
+    p.add_argument("--strategies",
                    help="strategies separated by commas (options attach to the strategy "
                         "before them: onnxrt:min_size=4,threads=2); chain backends with + "
                         "(onnxrt+fused), or separate strategies with ; ; a strategy may be "
-                        "listed twice (default: %(default)s)")
+                        "listed twice (default: NONE,onnxrt,fused, and default when op names "
+                        "are set for it)")
     p.add_argument("--baseline", metavar="NAME",
                    help="the strategy speed-ups are relative to (default NONE, added when "
                         "not listed)")
@@ -88,7 +89,7 @@ def run_compare(args: argparse.Namespace) -> int:
 
     console = _console(260 if args.wide else 100)
     model = _load(args)
-    strategies = parse_strategies(args.strategies)
+    strategies = parse_strategies(args.strategies or default_strategies())
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
                   console=console, transient=True) as bar:
         task = bar.add_task("starting", total=None)
@@ -131,6 +132,11 @@ def _num(v: float) -> str:
     return f"{v:.0f}" if v >= 100 else f"{v:.3g}"
 
 
+def _diff(v: float | None, digits: int) -> str:
+    """A difference from the reference; '-' when not computed (Ctrl-C while binding)."""
+    return "-" if v is None else f"{v:.{digits}g}"
+
+
 def _mb(n: int | None) -> str:
     return "-" if n is None else f"{n / 2**20:.1f}"
 
@@ -158,7 +164,9 @@ def compare_table(result: dict, wide: bool = False):
     if wide:
         columns += ["max |diff|", "planned MB", "peak RSS MB (+growth)", "fallbacks"]
     for c in columns:
-        table.add_column(c, justify="left" if c in ("strategy", "verdict") else "right")
+        # fold: a long strategy text wraps onto a second line rather than being cut
+        table.add_column(c, justify="left" if c in ("strategy", "verdict") else "right",
+                         overflow="fold")
     for row in result["strategies"]:
         if row.get("error"):
             table.add_row(row["strategy"], "[red]failed (see below)[/red]",
@@ -178,9 +186,9 @@ def _cells(row: dict, result: dict, wide: bool) -> list[str]:
     cells.append(_ms(row.get("forward_ms"), wide))
     if result["train"]:
         cells.append(_ms(row.get("train_ms"), wide))
-    cells += [_speedup_text(row), _verdict_text(row), f"{row['max_rel_diff']:.2g}"]
+    cells += [_speedup_text(row), _verdict_text(row), _diff(row.get("max_rel_diff"), 2)]
     if wide:
-        cells += [f"{row['max_abs_diff']:.3g}", _mb(row["planned_bytes"]),
+        cells += [_diff(row.get("max_abs_diff"), 3), _mb(row["planned_bytes"]),
                   f"{_mb(row['peak_rss_bytes'])} (+{_mb(row['rss_growth_bytes'])})",
                   str(row["fallbacks"])]
     return cells
@@ -210,7 +218,7 @@ def compare_notes(result: dict) -> list[str]:
     has no room for (why it claimed nothing, what fell back, its error)."""
     rounds, number = result.get("rounds"), result.get("calls_per_sample") or {}
     calls = ", ".join(f"{n} {k}" for k, n in number.items())
-    lines = [f"speed-up = {result['baseline']} time / strategy time (>1: faster), median of "
+    lines = [f"speed-up = {result['baseline']} time / strategy time (>1: faster), from "
              f"{rounds} rounds timed in turn ({calls} call(s) per sample); the interval holds "
              f"the true speed-up with 95% confidence; 'faster'/'slower' only when it excludes "
              f"1 and the speed-up is at least {result['min_effect']:.0%}; rel diff: largest "
