@@ -6,7 +6,7 @@ from __future__ import annotations
 import bisect
 import logging
 import random
-from typing import Any, Sequence
+from typing import Sequence
 
 import numpy as np
 

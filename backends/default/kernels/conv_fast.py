@@ -107,7 +107,7 @@ def offsets_layout(x_shape: tuple, geo, out_sp: tuple, f: int, xp) -> dict:
     the last offset's flat slice runs into, the accumulator, one product buffer per part and
     the weights with the kernel offsets first (each offset's F x C block contiguous)."""
     n, c, h, w = x_shape
-    (ph, pw), (dh, dw) = geo.pad, geo.dilate
+    (ph, pw), dw = geo.pad, geo.dilate[1]
     wp = w + 2 * pw
     extra = -(-(geo.kernel[1] - 1) * dw // wp)
     length = out_sp[0] * wp
