@@ -186,3 +186,19 @@ def test_partial_inference_knows_what_mxnet_knows(name, entry):
     for k, want in enumerate(entry.get("out_shapes") or []):
         if _known(want):
             assert tuple(outs[k]) == tuple(want), (k, outs[k], want)
+
+
+@pytest.mark.parametrize("op", ["depth_to_space", "space_to_depth"])
+def test_block_rearrangements_reject_empty_data_as_mxnet(op):
+    """MXNet 1.9.1's shape functions refuse a zero-size dimension in both ops."""
+    data = gx.nd.array(np.zeros((1, 4, 0, 4), "f4"))
+    with pytest.raises(gx.ShapeInferenceError, match="dimension 2 of the data is 0"):
+        getattr(gx.nd, op)(data, 2)
+
+
+def test_col2im_takes_output_size_first_as_mxnet():
+    cols = np.arange(1 * 12 * 9, dtype="f4").reshape(1, 12, 9)
+    positional = gx.nd.col2im(gx.nd.array(cols), (4, 4), (2, 2))
+    named = gx.nd.col2im(gx.nd.array(cols), output_size=(4, 4), kernel=(2, 2))
+    assert positional.shape == (1, 3, 4, 4)
+    np.testing.assert_array_equal(positional.asnumpy(), named.asnumpy())

@@ -268,7 +268,8 @@ def _declare() -> None:
     register_op(OpDef("im2col", params=_patch_params(), infer_shape=_im2col_shape,
                       infer_type=same_type, gradient=_one_backward("_backward_im2col", False)))
     backward_op("_backward_im2col", params=forward_params("im2col"))
-    register_op(OpDef("col2im", params=_patch_params(output_size=Shape()),
+    # MXNet's order puts output_size first (col2im(data, output_size, kernel, ...) positionally)
+    register_op(OpDef("col2im", params={"output_size": Shape(), **_patch_params()},
                       infer_shape=_col2im_shape, infer_type=same_type,
                       gradient=_one_backward("_backward_col2im", False)))
     backward_op("_backward_col2im", params=forward_params("col2im"))

@@ -165,10 +165,19 @@ def upsampling_deconv_attrs(p: Params) -> dict:
 
 
 # -- depth_to_space / space_to_depth ------------------------------------------------------------
+def _no_empty_axis(shape: tuple) -> None:
+    """MXNet 1.9.1 rejects a zero-size dimension in both block rearrangements."""
+    for axis, x in enumerate(shape):
+        if x == 0:
+            raise InferError(f"dimension {axis} of the data is 0: the data must not be empty "
+                             f"(shape {list(shape)})")
+
+
 def _d2s_shape(p, ins, outs):
     if ins[0] is None:
         return
     n, c, h, w = _four_d(ins[0], "data")
+    _no_empty_axis((n, c, h, w))
     b = p.block_size
     if c >= 0 and c % (b * b):
         raise InferError(f"the channels ({c}) must be a multiple of block_size^2 = {b * b}")
@@ -180,6 +189,7 @@ def _s2d_shape(p, ins, outs):
     if ins[0] is None:
         return
     n, c, h, w = _four_d(ins[0], "data")
+    _no_empty_axis((n, c, h, w))
     b = p.block_size
     for axis, x in (("height", h), ("width", w)):
         if x >= 0 and x % b:
