@@ -36,8 +36,8 @@ def epoch_times(output: str) -> list[float]:
     return times
 
 
-def run(command: list[str], cwd: Path, threads: int) -> str:
-    env = dict(os.environ, OMP_NUM_THREADS=str(threads), MXNET_SUBGRAPH_BACKEND="NONE")
+def run(command: list[str], cwd: Path, threads: int, backend: str = "NONE") -> str:
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads), MXNET_SUBGRAPH_BACKEND=backend)
     proc = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True,
                           timeout=3600)
     if proc.returncode:
@@ -52,7 +52,9 @@ def mxnet_copy(folder: Path) -> Path:
     return path
 
 
-def bench_fit(mxnet: str, rounds: int, threads: int) -> None:
+def bench_fit(mxnet: str, rounds: int, threads: int, backends: list[str]) -> None:
+    """MXNet (``MXNET_SUBGRAPH_BACKEND=NONE``: its default CPU kernels) against graphexec
+    with each of ``backends`` (MXNET_SUBGRAPH_BACKEND of the graphexec process), in turn."""
     print(f"Module.fit epoch time (training part), OMP_NUM_THREADS={threads}, alternating "
           f"processes, {rounds} rounds:")
     with tempfile.TemporaryDirectory() as tmp:
@@ -60,53 +62,20 @@ def bench_fit(mxnet: str, rounds: int, threads: int) -> None:
         for network, extra in (("mlp", ["--num-train", "30000"]),
                                ("lenet", ["--num-train", "6000"])):
             args = ["--network", network, "--num-epoch", "3", *extra]
-            times: dict[str, list[float]] = {"graphexec": [], "mxnet": []}
+            times: dict[str, list[float]] = {"mxnet": [], **{b: [] for b in backends}}
             for _ in range(rounds):
                 times["mxnet"] += epoch_times(run([mxnet, str(mx_script), *args], Path(tmp),
                                                   threads))
-                times["graphexec"] += epoch_times(run([sys.executable, str(SCRIPT), *args],
-                                                      SCRIPT.parent, threads))
-            gx_s, mx_s = (statistics.median(times[k]) for k in ("graphexec", "mxnet"))
-            print(f"  {network:5s} graphexec {gx_s:7.3f} s/epoch   MXNet 1.9.1 {mx_s:7.3f} "
-                  f"s/epoch   ratio {gx_s / mx_s:.3f} (goal <= 1.0)   "
-                  f"[{' '.join(f'{t:.3f}' for t in times['graphexec'])} | "
-                  f"{' '.join(f'{t:.3f}' for t in times['mxnet'])}]")
-
-
-def parallelism() -> float:
-    """How many single-thread processes this machine runs at once at full speed (~1-2)."""
-    code = ("import numpy as np, time\na = np.ones((500, 500), 'f4')\nt = time.time()\n"
-            "for _ in range(80): a @ a\nprint(time.time() - t)")
-    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
-    alone = float(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                                 text=True).stdout)
-    pair = [subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE,
-                             text=True) for _ in range(2)]
-    both = max(float(p.communicate()[0]) for p in pair)
-    return 2 * alone / both
-
-
-def bench_dist(rounds: int) -> None:
-    mpiexec = shutil.which("mpiexec", path=str(Path(sys.executable).parent)) or \
-        shutil.which("mpiexec")
-    if mpiexec is None:
-        print("dist_sync: no mpiexec (pip install graphexec[dist])")
-        return
-    cores = parallelism()
-    print(f"dist_sync LeNet throughput, 1 thread per process, {rounds} rounds "
-          f"(this machine runs {cores:.2f} single-thread processes at once now):")
-    args = ["--network", "lenet", "--num-epoch", "3", "--num-train", "6000",
-            "--kvstore", "dist_sync"]
-    times: dict[int, list[float]] = {1: [], 2: []}
-    for _ in range(rounds):
-        for n in (1, 2):
-            out = run([mpiexec, "-n", str(n), sys.executable, str(SCRIPT), *args],
-                      SCRIPT.parent, 1)
-            times[n] += epoch_times(out)[:2]  # one worker's lines (both log the same epochs)
-    one, two = (statistics.median(times[n]) for n in (1, 2))
-    print(f"  1 process: {6000 / one:8.1f} samples/s   2 processes: {6000 / two:8.1f} "
-          f"samples/s   speed-up {one / two:.2f}x (goal >= 1.6x; {one / two / cores:.2f} of "
-          f"what the free cores allow)")
+                for backend in backends:
+                    times[backend] += epoch_times(run([sys.executable, str(SCRIPT), *args],
+                                                      SCRIPT.parent, threads, backend))
+            mx_s = statistics.median(times["mxnet"])
+            for backend in backends:
+                gx_s = statistics.median(times[backend])
+                print(f"  {network:5s} graphexec {backend:6s} {gx_s:7.3f} s/epoch   MXNet 1.9.1 "
+                      f"{mx_s:7.3f} s/epoch   ratio {gx_s / mx_s:.3f} (goal <= 1.0)   "
+                      f"[{' '.join(f'{t:.3f}' for t in times[backend])} | "
+                      f"{' '.join(f'{t:.3f}' for t in times['mxnet'])}]")
 
 
 if __name__ == "__main__":
@@ -115,10 +84,12 @@ if __name__ == "__main__":
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--skip-dist", action="store_true")
+    ap.add_argument("--backends", default="NONE,torch",
+                    help="graphexec strategies (MXNET_SUBGRAPH_BACKEND), comma-separated")
     opts = ap.parse_args()
     start = time.time()
     if opts.mxnet:
-        bench_fit(opts.mxnet, opts.rounds, opts.threads)
+        bench_fit(opts.mxnet, opts.rounds, opts.threads, opts.backends.split(","))
     if not opts.skip_dist:
         bench_dist(opts.rounds)
     print(f"({time.time() - start:.0f} s)")
