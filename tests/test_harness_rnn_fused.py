@@ -40,8 +40,9 @@ def test_names_shapes_and_init_as_mxnet(mode, bidirectional):
     assert [dict(s, shape=list(s["shape"])) for s in cell.state_info] == ref["state_info"]
     unpacked = cell.unpack_weights({"parameters": np.arange(ref["size"], dtype="f4")})
     assert [[n, list(v.shape)] for n, v in unpacked.items()] == ref["unpacked"]
-    stack, _ = cell.unfuse().unroll(T, gx.sym.Variable("data"), layout="NTC",
-                                    merge_outputs=True)
+    with gx.name.NameManager():
+        stack, _ = cell.unfuse().unroll(T, gx.sym.Variable("data"), layout="NTC",
+                                        merge_outputs=True)
     assert stack.list_arguments() == ref["unfused_arguments"]
     assert stack.list_outputs()[0] == ref["unfused_output"]
 

@@ -1,6 +1,7 @@
 """``gx.rnn``: MXNet 1.9.1's symbolic recurrent cells (``RNNCell``, ``LSTMCell``,
 ``GRUCell``, ``SequentialRNNCell``, ``DropoutCell``, ``BidirectionalCell``, ``FusedRNNCell``
-with ``unpack_weights`` / ``pack_weights`` / ``unfuse``), ``encode_sentences`` and
+with ``unpack_weights`` / ``pack_weights`` / ``unfuse``, ``ZoneoutCell``, ``ResidualCell``),
+``encode_sentences`` and
 ``BucketSentenceIter`` for bucketed language models.
 
 >>> stack = gx.rnn.SequentialRNNCell()
@@ -9,9 +10,11 @@ with ``unpack_weights`` / ``pack_weights`` / ``unfuse``), ``encode_sentences`` a
 """
 from .fused_cell import BidirectionalCell, FusedRNN, FusedRNNCell
 from .io import BucketSentenceIter, encode_sentences
+from .modifier_cell import ModifierCell, ResidualCell, ZoneoutCell
 from .rnn_cell import (BaseRNNCell, DropoutCell, GRUCell, LSTMCell, RNNCell, RNNError,
                        RNNParams, SequentialRNNCell)
 
 __all__ = ["BaseRNNCell", "RNNParams", "RNNCell", "LSTMCell", "GRUCell", "SequentialRNNCell",
            "DropoutCell", "BidirectionalCell", "FusedRNNCell", "FusedRNN", "RNNError",
-           "encode_sentences", "BucketSentenceIter"]
+           "ModifierCell", "ZoneoutCell", "ResidualCell", "encode_sentences",
+           "BucketSentenceIter"]

@@ -146,11 +146,13 @@ class BaseRNNCell:
         if not gates:
             return args
         for group in ("i2h", "h2h"):
-            for kind in ("weight", "bias"):
-                whole = _numpy(_pop_param(args, f"{self._prefix}{group}_{kind}", self))
-                for j, gate in enumerate(gates):
+            wholes = {kind: _pop_param(args, f"{self._prefix}{group}_{kind}", self)
+                      for kind in ("weight", "bias")}
+            # MXNet's key order: each gate's weight, then its bias
+            for j, gate in enumerate(gates):
+                for kind, whole in wholes.items():
                     args[f"{self._prefix}{group}{gate}_{kind}"] = _like(
-                        whole, whole[j * h:(j + 1) * h].copy())
+                        whole, _numpy(whole)[j * h:(j + 1) * h].copy())
         return args
 
     def pack_weights(self, args: dict) -> dict:

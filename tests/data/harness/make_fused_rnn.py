@@ -26,8 +26,9 @@ def record(mode, bidirectional, arrays):
     arg_shapes, _, _ = out.infer_shape(data=(N, T, IN))
     size = arg_shapes[1][0]
     unpacked = cell.unpack_weights({"parameters": mx.nd.arange(size)})
-    stack = cell.unfuse()
-    unfused, _ = stack.unroll(T, mx.sym.Variable("data"), layout="NTC", merge_outputs=True)
+    with mx.name.NameManager():  # automatic names count from 0, as in a fresh process
+        unfused, _ = cell.unfuse().unroll(T, mx.sym.Variable("data"), layout="NTC",
+                                          merge_outputs=True)
     key = f"{mode}_{'bi' if bidirectional else 'uni'}"
     rng = np.random.RandomState(len(arrays))
     params = rng.uniform(-0.5, 0.5, size).astype("f4")
