@@ -172,3 +172,8 @@ def test_bad_mode_and_bad_parameter_names_are_clear_errors():
         gx.rnn.LSTMCell(H, prefix="l0_").unpack_weights({"l0_i2h_wt": np.zeros(4)})
     with pytest.raises(gx.rnn.RNNError, match="cannot be stepped"):
         cell(gx.sym.Variable("x"), cell.begin_state())
+
+
+def test_pack_weights_without_the_first_weight_names_it():
+    with pytest.raises(gx.rnn.RNNError, match="needs a 2-D l0_i2h_weight"):
+        gx.rnn.FusedRNNCell(H, mode="rnn_tanh", prefix="").pack_weights({"x": np.zeros(3)})

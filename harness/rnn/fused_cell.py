@@ -91,11 +91,13 @@ class FusedRNNCell(BaseRNNCell):
         """The inverse of ``unpack_weights``: the per-gate arrays joined into
         ``{prefix}parameters``."""
         args = dict(args)
-        first = _pop_param(args, f"{self._prefix}l0_i2h{self._gate_names[0]}_weight", self)
-        first_np = _numpy(first)
-        slices = self._slices(first_np.shape[1])
-        flat = np.zeros(slices[-1][1], first_np.dtype)
-        args[slices[0][0]] = first
+        first = args.get(f"{self._prefix}l0_i2h{self._gate_names[0]}_weight")
+        if first is None or _numpy(first).ndim != 2:
+            raise RNNError(f"FusedRNNCell {self._prefix!r}: pack_weights needs a 2-D "
+                           f"{self._prefix}l0_i2h{self._gate_names[0]}_weight (its columns "
+                           f"give the input size); the arguments given are {sorted(args)}")
+        slices = self._slices(_numpy(first).shape[1])
+        flat = np.zeros(slices[-1][1], _numpy(first).dtype)
         for name, start, shape in slices[:-1]:
             value = _numpy(_pop_param(args, name, self))
             if value.shape != shape:
@@ -244,7 +246,7 @@ class FusedRNN(Initializer):
         num_hidden, num_layers, mode, bidirectional = self._cell_args
         cell = FusedRNNCell(num_hidden, num_layers, mode, bidirectional,
                             forget_bias=self._forget_bias, prefix="")
-        args = cell.unpack_weights({"parameters": np.asarray(_numpy(arr))})
+        args = cell.unpack_weights({"parameters": _numpy(arr)})
         for name, value in args.items():
             if mode == "lstm" and name.endswith("_f_bias"):
                 value[...] = self._forget_bias
