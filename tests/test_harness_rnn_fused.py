@@ -62,10 +62,11 @@ def test_fused_outputs_and_data_gradient_match_mxnet(mode, bidirectional):
                                atol=1e-6)
 
 
-def _module(cell):
+def _module(cell, grad_req="write"):
     out, _ = cell.unroll(T, gx.sym.Variable("data"), layout="NTC", merge_outputs=True)
     mod = gx.mod.Module(out, label_names=None, context=gx.cpu())
-    mod.bind(data_shapes=[("data", (N, T, IN))], label_shapes=None, inputs_need_grad=True)
+    mod.bind(data_shapes=[("data", (N, T, IN))], label_shapes=None, inputs_need_grad=True,
+             grad_req=grad_req)
     return mod
 
 
@@ -177,3 +178,24 @@ def test_bad_mode_and_bad_parameter_names_are_clear_errors():
 def test_pack_weights_without_the_first_weight_names_it():
     with pytest.raises(gx.rnn.RNNError, match="needs a 2-D l0_i2h_weight"):
         gx.rnn.FusedRNNCell(H, mode="rnn_tanh", prefix="").pack_weights({"x": np.zeros(3)})
+
+
+@pytest.mark.parametrize("grad_req", ["add", "null"])
+def test_fused_and_unfused_agree_with_other_grad_reqs(grad_req):
+    fused, stack = _fused("gru", True), _unfused_stack("gru", True)
+    mod1, mod2 = _module(fused, grad_req), _module(stack, grad_req)
+    mod1.init_params()
+    args, auxs = mod1.get_params()
+    mod2.set_params(stack.pack_weights(fused.unpack_weights(args)), auxs)
+    batch = gx.io.DataBatch(data=[gx.nd.array(np.random.RandomState(3).uniform(size=(N, T, IN)))])
+    head = gx.nd.ones((N, T, 2 * H))
+    for _ in range(2):  # twice: "add" accumulates
+        for mod in (mod1, mod2):
+            mod.forward(batch, is_train=True)
+            mod.backward(out_grads=[head])
+    grads = [mod.get_input_grads()[0] for mod in (mod1, mod2)]
+    if grad_req == "null":
+        assert grads == [None, None]
+    else:
+        np.testing.assert_allclose(grads[0].asnumpy(), grads[1].asnumpy(), rtol=1e-4,
+                                   atol=1e-6)
