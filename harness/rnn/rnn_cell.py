@@ -6,10 +6,13 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
+import numpy as np
 from graphexec.core.ir.errors import GraphexecError
+from graphexec.core.ir.ndarray import NDArray
 from graphexec.core.symbol.symbol import Symbol, Variable, create_op_symbol
 
 from ..initializer import LSTMBias
+from ..ndarray import array
 
 __all__ = ["RNNParams", "BaseRNNCell", "RNNCell", "LSTMCell", "GRUCell", "SequentialRNNCell",
            "DropoutCell", "RNNError"]
@@ -48,6 +51,38 @@ def _normalize_sequence(length: int | None, inputs: Any, layout: str, merge: boo
     if isinstance(inputs, Symbol) and axis != in_axis:
         inputs = _op("SwapAxis", inputs, dim1=axis, dim2=in_axis)
     return inputs, axis
+
+
+def _numpy(arr: Any) -> np.ndarray:
+    return arr.asnumpy() if hasattr(arr, "asnumpy") else np.asarray(arr)
+
+
+def _like(template: Any, value: np.ndarray) -> Any:
+    """``value`` as the kind of array ``template`` is (an NDArray stays an NDArray)."""
+    if isinstance(template, NDArray):
+        return array(value, dtype=value.dtype)
+    return value
+
+
+def _pop_param(args: dict, name: str, cell: Any) -> Any:
+    if name not in args:
+        raise RNNError(f"{type(cell).__name__} (prefix {cell._prefix!r}) expects a parameter "
+                       f"named {name!r}; the arguments given are {sorted(args)}")
+    return args.pop(name)
+
+
+def unpack_cells(cells: Sequence[Any], args: dict) -> dict:
+    """``args`` unpacked by each of ``cells`` in turn."""
+    for cell in cells:
+        args = cell.unpack_weights(args)
+    return args
+
+
+def pack_cells(cells: Sequence[Any], args: dict) -> dict:
+    """``args`` packed by each of ``cells`` in turn."""
+    for cell in cells:
+        args = cell.pack_weights(args)
+    return args
 
 
 class RNNParams:
@@ -102,6 +137,37 @@ class BaseRNNCell:
     @property
     def _gate_names(self) -> Sequence[str]:
         return ()
+
+    def unpack_weights(self, args: dict) -> dict:
+        """A copy of ``args`` with this cell's ``i2h``/``h2h`` weights and biases split into
+        one array per gate (``{prefix}i2h_i_weight``, ...)."""
+        args = dict(args)
+        gates, h = self._gate_names, getattr(self, "_num_hidden", 0)
+        if not gates:
+            return args
+        for group in ("i2h", "h2h"):
+            wholes = {kind: _pop_param(args, f"{self._prefix}{group}_{kind}", self)
+                      for kind in ("weight", "bias")}
+            # MXNet's key order: each gate's weight, then its bias
+            for j, gate in enumerate(gates):
+                for kind, whole in wholes.items():
+                    args[f"{self._prefix}{group}{gate}_{kind}"] = _like(
+                        whole, _numpy(whole)[j * h:(j + 1) * h].copy())
+        return args
+
+    def pack_weights(self, args: dict) -> dict:
+        """The inverse of ``unpack_weights``: per-gate arrays joined into ``{prefix}i2h_weight``
+        and friends."""
+        args = dict(args)
+        if not self._gate_names:
+            return args
+        for group in ("i2h", "h2h"):
+            for kind in ("weight", "bias"):
+                parts = [_pop_param(args, f"{self._prefix}{group}{gate}_{kind}", self)
+                         for gate in self._gate_names]
+                args[f"{self._prefix}{group}_{kind}"] = _like(
+                    parts[0], np.concatenate([_numpy(a) for a in parts]))
+        return args
 
     def begin_state(self, func: Callable | None = None, **kwargs: Any) -> list:
         """Initial states (zeros of shape (0, num_hidden): the batch size is inferred)."""
@@ -257,6 +323,12 @@ class SequentialRNNCell(BaseRNNCell):
 
     def begin_state(self, **kwargs: Any) -> list:
         return sum((c.begin_state(**kwargs) for c in self._cells), [])
+
+    def unpack_weights(self, args: dict) -> dict:
+        return unpack_cells(self._cells, args)
+
+    def pack_weights(self, args: dict) -> dict:
+        return pack_cells(self._cells, args)
 
     def __call__(self, inputs: Symbol, states: list) -> tuple[Symbol, list]:
         self._counter += 1
