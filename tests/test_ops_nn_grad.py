@@ -331,3 +331,24 @@ def _in_place_ops(exe) -> set[str]:
     return {node.op.name for nid, node in enumerate(ig.nodes)
             if node.op is not None and node.inputs
             and sids[ig.row_ptr[nid]] == sids[ig.node_inputs[nid][0]] >= 0}
+
+
+def test_layer_norm_parameter_gradients_over_many_rows_stay_accurate():
+    """dgamma/dbeta of a (4096, 512) LayerNorm sum 4096 rows: accumulated row by row in
+    float32 they drift past 1e-4 on cancelling terms (MXNet's test_layer_norm caught it)."""
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(4096, 512)).astype("f4")
+    gamma, beta = rng.normal(size=512).astype("f4"), rng.normal(size=512).astype("f4")
+    # rows of +-100 that cancel: the exact sums are small, row-by-row float32 sums are not
+    sign = np.where(np.arange(4096)[:, None] % 2, 100.0, -100.0)
+    dy = (rng.normal(size=(4096, 512)) + sign).astype("f4")
+    sym = gx.sym.LayerNorm(gx.sym.Variable("x"), gx.sym.Variable("g"), gx.sym.Variable("b"),
+                           eps=1e-3)
+    exe = sym.bind(gx.cpu(), {"x": x, "g": gamma, "b": beta},
+                   args_grad={k: np.zeros_like(v) for k, v in
+                              (("x", x), ("g", gamma), ("b", beta))})
+    exe.forward(is_train=True)
+    exe.backward([dy])
+    # dbeta is the pure sum (dgamma adds the float32 rounding of each product dY * xhat)
+    np.testing.assert_allclose(exe.grad_dict["b"], dy.astype("f8").sum(0), rtol=1e-5,
+                               atol=1e-5)

@@ -27,9 +27,11 @@ def target(xp, arr, shape):
     return buf, (lambda: xp.copyto(arr, buf.reshape(arr.shape)))
 
 
-def sum_into(xp, a, axis, out) -> None:
-    """``out = a.sum(axis)`` accumulated in float32 for float16."""
-    wdt = work_dtype(a.dtype)
+def sum_into(xp, a, axis, out, wide: bool = False) -> None:
+    """``out = a.sum(axis)`` accumulated in float32 for float16; ``wide``: in float64 for
+    float32 too (a sum over thousands of rows along a strided axis adds row by row, and
+    its float32 rounding exceeds MXNet's own on cancelling terms)."""
+    wdt = np.dtype("float64") if wide and a.dtype == np.float32 else work_dtype(a.dtype)
     axes = (axis,) if isinstance(axis, int) else tuple(axis)
     if wdt == a.dtype == out.dtype and out.ndim == a.ndim - len(axes):
         xp.add.reduce(a, axis=axis, out=out)   # the ufunc itself: np.sum's wrapper costs 2 us
@@ -283,9 +285,9 @@ def layer_norm_backward(call):
         g = og.astype(wdt, copy=False)
         xhat = (x.astype(wdt, copy=False) - mean) / std
         if want[2]:
-            sum_into(xp, g, others, dbeta)
+            sum_into(xp, g, others, dbeta, wide=True)
         if want[1]:
-            sum_into(xp, g * xhat, others, dgamma)
+            sum_into(xp, g * xhat, others, dgamma, wide=True)
         if want[0]:
             gg = g * gamma.reshape(bshape)
             res = (gg - gg.mean(axis=axis, keepdims=True)
