@@ -5,8 +5,6 @@ and backward with MXNet's head gradients, and its outputs, gradients, output nam
 inferred shapes compared; every error case MXNet rejects fails with a GraphexecError."""
 from __future__ import annotations
 
-import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,10 +12,9 @@ import pytest
 import graphexec as gx
 from graphexec.core.ir.errors import GraphexecError
 from graphexec.core.symbol.symbol import create_op_symbol
+from mxnet_records import floored_tolerance, load_records, op_name
 
-DATA = Path(__file__).parent / "data" / "rest" / "misc"
-META = json.loads((DATA / "misc.json").read_text())
-ARRAYS = np.load(DATA / "misc.npz")
+META, ARRAYS = load_records("rest/misc", "misc")
 #: cases MXNet runs and graphexec rejects on purpose: why
 REJECTED = {
     "unravel": "unravel_index of 2-D data: MXNet returns the data's first elements "
@@ -33,11 +30,6 @@ UNDEFINED_GRAD = {
 
 def _inputs(name: str, case: dict) -> dict:
     return {i["name"]: ARRAYS[f"{name}/{i['name']}"] for i in case["inputs"]}
-
-
-def _tol(case: dict) -> dict:
-    tol = case.get("tolerance") or {}
-    return {"rtol": max(tol.get("rtol", 1e-4), 1e-4), "atol": max(tol.get("atol", 1e-5), 1e-5)}
 
 
 def _bind(case: dict, ins: dict):
@@ -63,7 +55,7 @@ def test_case_matches_mxnet(name):
     for k, got in enumerate(outs):
         want = ARRAYS[f"{name}/out{k}"]
         assert got.shape == want.shape and got.dtype == want.dtype, (k, got.shape, got.dtype)
-        np.testing.assert_allclose(got, want, **_tol(case), err_msg=f"{name} output {k}")
+        np.testing.assert_allclose(got, want, **floored_tolerance(case), err_msg=f"{name} output {k}")
     if not grads:
         return
     heads = [ARRAYS[f"{name}/hg{k}"] for k in range(len(outs))] if case["head_grads"] else None
@@ -73,7 +65,7 @@ def test_case_matches_mxnet(name):
     for i in case["inputs"]:
         if i["name"] in grads and name not in UNDEFINED_GRAD:
             np.testing.assert_allclose(exe.grad_dict[i["name"]],
-                                       ARRAYS[f"{name}/grad{i['name'][2:]}"], **_tol(case),
+                                       ARRAYS[f"{name}/grad{i['name'][2:]}"], **floored_tolerance(case),
                                        err_msg=f"{name} gradient of {i['name']}")
 
 
@@ -89,17 +81,11 @@ def test_inferred_shapes_match_mxnet(name):
     assert [list(s) for s in aux] == want["aux_shapes"]
 
 
-def _op_name(call: str) -> str:
-    if call.startswith("contrib."):
-        return "_contrib_" + call[len("contrib."):]
-    return call.split(".")[-1]
-
-
 @pytest.mark.parametrize("name", sorted(META["errors"]))
 def test_bad_input_is_rejected_with_a_sentence(name):
     err = META["errors"][name]
     assert err["outcome"] == "exception", err
-    sym = create_op_symbol(_op_name(err["op_call"]),
+    sym = create_op_symbol(op_name(err["op_call"]),
                            [gx.sym.Variable(i["name"]) for i in err["inputs"]],
                            dict(err["attrs_given"]))
     args = {i["name"]: np.ones(i["shape"], i["dtype"]) for i in err["inputs"]}

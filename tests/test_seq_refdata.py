@@ -7,7 +7,6 @@ graphexec does instead)."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,10 +14,9 @@ import pytest
 import graphexec as gx
 from graphexec.core.ir.errors import GraphexecError
 from graphexec.core.symbol.symbol import create_op_symbol
+from mxnet_records import floored_tolerance, load_records, op_name
 
-DATA = Path(__file__).parent / "data" / "seq" / "ops"
-META = json.loads((DATA / "seq.json").read_text())
-ARRAYS = np.load(DATA / "seq.npz")
+META, ARRAYS = load_records("seq/ops", "seq")
 
 #: cases without MXNet numbers to compare with
 UNRECORDED = {
@@ -66,11 +64,6 @@ def _as_mxnet_ran(name: str, case: dict, ins: dict) -> tuple[str, dict]:
     return text, {**ins, lengths: np.full_like(ins[lengths], steps)}
 
 
-def _tol(case: dict) -> dict:
-    tol = case.get("tolerance") or {}
-    return {"rtol": max(tol.get("rtol", 1e-4), 1e-4), "atol": max(tol.get("atol", 1e-5), 1e-5)}
-
-
 @pytest.mark.parametrize("name", CASES)
 def test_case_matches_mxnet(name):
     case = META["cases"][name]
@@ -85,14 +78,14 @@ def test_case_matches_mxnet(name):
         key = f"{name}/tout{k}" if train and f"{name}/tout{k}" in ARRAYS else f"{name}/out{k}"
         want = ARRAYS[key]
         assert got.shape == want.shape and got.dtype == want.dtype, (k, got.shape, got.dtype)
-        np.testing.assert_allclose(got, want, **_tol(case), err_msg=f"{name} output {k}")
+        np.testing.assert_allclose(got, want, **floored_tolerance(case), err_msg=f"{name} output {k}")
     if not grads:
         return
     exe.backward([ARRAYS[f"{name}/hg{k}"] for k in range(len(outs))])
     for k, i in enumerate(case["inputs"]):
         if i["name"] in grads:
             np.testing.assert_allclose(exe.grad_dict[i["name"]], ARRAYS[f"{name}/grad{k}"],
-                                       **_tol(case), err_msg=f"{name} gradient of input {k}")
+                                       **floored_tolerance(case), err_msg=f"{name} gradient of input {k}")
 
 
 @pytest.mark.parametrize("name", [n for n in CASES if "infer_shape" in META["cases"][n]
@@ -107,15 +100,9 @@ def test_inferred_shapes_match_mxnet(name):
     assert [list(s) for s in outs] == want["out_shapes"]
 
 
-def _op_name(call: str) -> str:
-    if call.startswith("contrib."):
-        return "_contrib_" + call[len("contrib."):]
-    return call.split(".")[-1]
-
-
 def _run_error_case(err: dict):
     names = [i["name"] for i in err["inputs"]]
-    sym = create_op_symbol(_op_name(err["op_call"]), [gx.sym.Variable(n) for n in names],
+    sym = create_op_symbol(op_name(err["op_call"]), [gx.sym.Variable(n) for n in names],
                            dict(err["attrs_given"]))
     rng = np.random.default_rng(0)
     args = {}

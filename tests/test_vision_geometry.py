@@ -6,8 +6,6 @@ shapes compared; every error case either fails with a GraphexecError or is one M
 accepts or fails on for another reason (listed below with what graphexec does instead)."""
 from __future__ import annotations
 
-import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,10 +13,9 @@ import pytest
 import graphexec as gx
 from graphexec.core.ir.errors import GraphexecError
 from graphexec.core.symbol.symbol import create_op_symbol
+from mxnet_records import floored_tolerance, load_records, op_name
 
-DATA = Path(__file__).parent / "data" / "vision" / "geometry"
-META = json.loads((DATA / "geometry.json").read_text())
-ARRAYS = np.load(DATA / "geometry.npz")
+META, ARRAYS = load_records("vision/geometry", "geometry")
 
 #: outputs MXNet leaves unwritten: (case, output index) -> why they are not compared
 UNWRITTEN = {
@@ -42,11 +39,6 @@ CASES = sorted(n for n, c in META["cases"].items() if "outputs" in c)
 
 def _inputs(name: str, case: dict) -> dict:
     return {i["name"]: ARRAYS[f"{name}/{i['name']}"] for i in case["inputs"]}
-
-
-def _tol(case: dict) -> dict:
-    tol = case.get("tolerance") or {}
-    return {"rtol": max(tol.get("rtol", 1e-4), 1e-4), "atol": max(tol.get("atol", 1e-5), 1e-5)}
 
 
 def _bind(case: dict, ins: dict, grads: list):
@@ -73,7 +65,7 @@ def test_case_matches_mxnet(name):
             key = f"{name}/tout{k}" if train and f"{name}/tout{k}" in ARRAYS else f"{name}/out{k}"
             want = ARRAYS[key]
             assert got.shape == want.shape and got.dtype == want.dtype, (k, got.shape, got.dtype)
-            np.testing.assert_allclose(got, want, **_tol(case),
+            np.testing.assert_allclose(got, want, **floored_tolerance(case),
                                        err_msg=f"{name} output {k} (train={train})")
     if not grads:
         return
@@ -81,7 +73,7 @@ def test_case_matches_mxnet(name):
     for k, i in enumerate(case["inputs"]):
         if i["name"] in grads:
             np.testing.assert_allclose(exe.grad_dict[i["name"]], ARRAYS[f"{name}/grad{k}"],
-                                       **_tol(case), err_msg=f"{name} gradient of input {k}")
+                                       **floored_tolerance(case), err_msg=f"{name} gradient of input {k}")
 
 
 @pytest.mark.parametrize("name", [n for n in CASES
@@ -97,15 +89,9 @@ def test_inferred_shapes_match_mxnet(name):
     assert [list(s) for s in aux] == want["aux_shapes"]
 
 
-def _op_name(call: str) -> str:
-    if call.startswith("contrib."):
-        return "_contrib_" + call[len("contrib."):]
-    return call.split(".")[-1]
-
-
 def _run_error_case(err: dict):
     names = [i["name"] for i in err["inputs"]]
-    sym = create_op_symbol(_op_name(err["op_call"]), [gx.sym.Variable(n) for n in names],
+    sym = create_op_symbol(op_name(err["op_call"]), [gx.sym.Variable(n) for n in names],
                            dict(err["attrs_given"]))
     rng = np.random.default_rng(0)
     args = {i["name"]: rng.uniform(0.1, 1.0, i["shape"]).astype(i["dtype"])
@@ -120,7 +106,7 @@ def test_bad_input_is_rejected_or_documented(name):
         with pytest.raises(GraphexecError) as info:
             _run_error_case(err)
         # the message names the operator and says what was expected
-        assert _op_name(err["op_call"]) in str(info.value), str(info.value)
+        assert op_name(err["op_call"]) in str(info.value), str(info.value)
         assert len(str(info.value)) > 40
         return
     assert name in ACCEPTED, f"{name}: MXNet accepts it ({err.get('notes')}); say what " \
