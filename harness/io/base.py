@@ -119,7 +119,30 @@ class DataIter:
         return 0
 
 
-class ResizeIter(DataIter):
+class _HoldsBatch(DataIter):
+    """An iterator whose ``iter_next`` sets ``current_batch``: the accessors read it."""
+
+    current_batch: DataBatch
+
+    def next(self) -> DataBatch:
+        if not self.iter_next():
+            raise StopIteration
+        return self.current_batch
+
+    def getdata(self) -> list:
+        return self.current_batch.data
+
+    def getlabel(self) -> list:
+        return self.current_batch.label
+
+    def getindex(self) -> Any:
+        return self.current_batch.index
+
+    def getpad(self) -> int:
+        return self.current_batch.pad
+
+
+class ResizeIter(_HoldsBatch):
     """``data_iter`` made to last exactly ``size`` batches per epoch (restarting it when it
     ends early); ``reset_internal`` resets it at every ``reset``."""
 
@@ -151,25 +174,9 @@ class ResizeIter(DataIter):
         self.cur += 1
         return True
 
-    def next(self) -> DataBatch:
-        if not self.iter_next():
-            raise StopIteration
-        return self.current_batch
-
-    def getdata(self) -> list:
-        return self.current_batch.data
-
-    def getlabel(self) -> list:
-        return self.current_batch.label
-
-    def getindex(self) -> Any:
-        return self.current_batch.index
-
-    def getpad(self) -> int:
-        return self.current_batch.pad
 
 
-class PrefetchingIter(DataIter):
+class PrefetchingIter(_HoldsBatch):
     """Reads the next batch of each of ``iters`` in a background thread while the current
     one is used; the batches of several iterators are joined (their data and labels
     concatenated as lists), ``rename_data`` / ``rename_label`` (one dict per iterator)
@@ -263,19 +270,3 @@ class PrefetchingIter(DataIter):
             event.set()
         return True
 
-    def next(self) -> DataBatch:
-        if not self.iter_next():
-            raise StopIteration
-        return self.current_batch
-
-    def getdata(self) -> list:
-        return self.current_batch.data
-
-    def getlabel(self) -> list:
-        return self.current_batch.label
-
-    def getindex(self) -> Any:
-        return self.current_batch.index
-
-    def getpad(self) -> int:
-        return self.current_batch.pad
