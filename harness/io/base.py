@@ -175,7 +175,6 @@ class ResizeIter(_HoldsBatch):
         return True
 
 
-
 class PrefetchingIter(_HoldsBatch):
     """Reads the next batch of each of ``iters`` in a background thread while the current
     one is used; the batches of several iterators are joined (their data and labels
