@@ -14,7 +14,8 @@ from typing import Any, Callable, Sequence
 from ..ir.attrs import Params, Schema
 from ..ir.errors import UnknownOpError
 
-__all__ = ["OpDef", "register_op", "get_op", "find_op", "all_ops", "ShapeConflict", "InferError"]
+__all__ = ["OpDef", "register_op", "get_op", "find_op", "all_ops", "ShapeConflict", "InferError",
+           "op_function"]
 
 _OPS: dict[str, "OpDef"] = {}
 _CANONICAL: dict[str, "OpDef"] = {}
@@ -137,6 +138,26 @@ def register_op(op: OpDef) -> OpDef:
 def find_op(name: str) -> OpDef | None:
     """The OpDef registered as ``name`` (canonical name or alias), or None."""
     return _OPS.get(name)
+
+
+def op_function(namespace: str, name: str, prefix: str, apply: Callable[[str, tuple, dict], Any]
+                ) -> Callable[..., Any]:
+    """The function ``<namespace>.<name>`` of a module that exposes every registered operator
+    (``gx.sym``, ``gx.nd`` and their ``contrib``): ``apply(op_name, args, kwargs)`` on the
+    operator ``prefix + name``. AttributeError (as a module's ``__getattr__`` must raise)
+    when no such operator is registered."""
+    op_name = prefix + name
+    op = None if name.startswith("__") else find_op(op_name)
+    if op is None:
+        raise AttributeError(f"module {namespace!r} has no attribute {name!r} (no function or "
+                             f"registered operator {op_name!r}: no operator of that name is "
+                             f"registered; gx.operator.get_all_registered_operators() lists "
+                             f"them)")
+
+    def function(*args: Any, **kwargs: Any) -> Any:
+        return apply(op_name, args, kwargs)
+    function.__name__, function.__doc__ = name, op.__doc__
+    return function
 
 
 def get_op(name: str) -> OpDef:

@@ -14,7 +14,7 @@ from typing import Any, Callable, Sequence
 
 from ..ir.errors import ArgumentTypeError
 from ..ir.graph import Entry, IndexedGraph, Node
-from ..ops.registry import find_op, get_op
+from ..ops.registry import get_op, op_function
 from .naming import AttrScope, NameManager
 from .symbol import Group, Symbol, Variable, create_op_symbol, entry_name
 
@@ -273,12 +273,4 @@ def cond(pred: Symbol, then_func: Callable, else_func: Callable, name: str = "co
 
 def __getattr__(name: str) -> Any:
     """``gx.sym.contrib.<name>``: the operator ``_contrib_<name>``."""
-    full = f"_contrib_{name}"
-    if name.startswith("__") or find_op(full) is None:
-        raise AttributeError(f"module 'graphexec.sym.contrib' has no attribute {name!r} (no "
-                             f"operator {full!r} is registered)")
-
-    def op_function(*args: Any, **kwargs: Any) -> Symbol:
-        return create_op_symbol(full, args, kwargs)
-    op_function.__name__ = name
-    return op_function
+    return op_function("graphexec.sym.contrib", name, "_contrib_", create_op_symbol)

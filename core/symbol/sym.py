@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..ops.registry import all_names, find_op
+from ..ops.registry import all_names, op_function
 from . import contrib
 from .helpers import arange, eye, hypot, linspace, maximum, minimum, pow, power  # noqa: A004
 from .helpers import internal as _internal
@@ -20,15 +20,7 @@ __all__ = ["Symbol", "Variable", "var", "Group", "load", "load_json", "contrib",
 
 
 def __getattr__(name: str) -> Any:
-    if name.startswith("__") or find_op(name) is None:
-        raise AttributeError(f"module 'graphexec.sym' has no attribute {name!r} (no operator "
-                             f"of that name is registered)")
-
-    def op_function(*args: Any, **kwargs: Any) -> Symbol:
-        return create_op_symbol(name, args, kwargs)
-    op_function.__name__ = name
-    op_function.__doc__ = find_op(name).__doc__
-    return op_function
+    return op_function("graphexec.sym", name, "", create_op_symbol)
 
 
 def __dir__() -> list[str]:

@@ -19,7 +19,7 @@ from types import SimpleNamespace
 from typing import Any, Mapping, Sequence
 
 from graphexec.core.ir.ndarray import ArrayValueError, NDArray, user_array
-from graphexec.core.ops.registry import all_names, find_op
+from graphexec.core.ops.registry import all_names, op_function
 from graphexec.core.symbol import ndarray_io
 from graphexec.core.symbol.namespaces import LINALG_OPS
 
@@ -66,15 +66,7 @@ linalg = SimpleNamespace(**{short: _linalg_function(short) for short in LINALG_O
 
 
 def __getattr__(name: str) -> Any:
-    if name.startswith("__") or find_op(name) is None:
-        raise AttributeError(f"module 'graphexec.nd' has no attribute {name!r} (no function or "
-                             f"registered operator of that name)")
-
-    def op_function(*args: Any, **kwargs: Any) -> Any:
-        return invoke(name, args, kwargs)
-    op_function.__name__ = name
-    op_function.__doc__ = find_op(name).__doc__
-    return op_function
+    return op_function("graphexec.nd", name, "", invoke)
 
 
 def __dir__() -> list[str]:

@@ -5,22 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from graphexec.core.ops.registry import all_names, find_op
+from graphexec.core.ops.registry import all_names, op_function
 
 from .imperative import invoke
 
 
 def __getattr__(name: str) -> Any:
-    op_name = f"_contrib_{name}"
-    if name.startswith("__") or find_op(op_name) is None:
-        raise AttributeError(f"module 'graphexec.nd.contrib' has no attribute {name!r} (no "
-                             f"operator {op_name!r} is registered)")
-
-    def op_function(*args: Any, **kwargs: Any) -> Any:
-        return invoke(op_name, args, kwargs)
-    op_function.__name__ = name
-    op_function.__doc__ = find_op(op_name).__doc__
-    return op_function
+    return op_function("graphexec.nd.contrib", name, "_contrib_", invoke)
 
 
 def __dir__() -> list[str]:
