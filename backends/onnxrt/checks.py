@@ -25,7 +25,7 @@ import onnx
 from google.protobuf.message import DecodeError
 from onnx import TensorProto, helper, numpy_helper
 
-from graphexec.core.ir.arguments import special_file
+from graphexec.core.ir.arguments import open_regular_file
 
 from .errors import OnnxImportError
 
@@ -63,14 +63,8 @@ def read_model(path_or_model) -> onnx.ModelProto:
         raise OnnxImportError("import_model: expected an onnx.ModelProto or a path, got "
                               f"{type(path_or_model).__name__}")
     path = os.fsdecode(path_or_model)
-    if special_file(path):
-        raise OnnxImportError(f"import_model: {path!r} is not a regular file")
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the name
-        raise OnnxImportError(f"import_model: cannot read {path!r}: "
-                              f"{getattr(exc, 'strerror', None) or exc}") from None
+    with open_regular_file(path, OnnxImportError, "") as f:
+        data = f.read()
     if not data:
         raise OnnxImportError(f"import_model: {path!r} is empty, not an ONNX model")
     model = onnx.ModelProto()

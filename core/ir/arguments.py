@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import numbers
 import os
-from typing import Any, Mapping
+from typing import Any, BinaryIO, Mapping
 
 import numpy as np
 
 from .errors import ArgumentShapeError, ArgumentTypeError
 
-__all__ = ["as_shape", "as_dtype", "as_mapping", "as_array", "special_file", "DTYPE_NAMES"]
+__all__ = ["as_shape", "as_dtype", "as_mapping", "as_array", "open_regular_file",
+           "DTYPE_NAMES"]
 
 #: the dtypes MXNet 1.x computes with (numpy names; bfloat16 has no numpy equivalent)
 DTYPE_NAMES = frozenset({"float32", "float64", "float16", "uint8", "int32", "int8", "int64",
@@ -72,7 +73,20 @@ def as_array(value: Any, what: str) -> Any:
     return value
 
 
-def special_file(path: Any) -> bool:
+def _special_file(path: Any) -> bool:
     """Whether ``path`` exists but is neither a folder nor a regular file: a FIFO or a
     device, which a loader must not open (reading could block, or never end)."""
     return os.path.exists(path) and not os.path.isdir(path) and not os.path.isfile(path)
+
+
+def open_regular_file(path: Any, error: type[Exception], what: str) -> BinaryIO:
+    """``path`` opened for binary reading, for a loader of ``what`` ("symbol file", or ""):
+    a FIFO or device, a missing or unreadable file and a name with a NUL byte are ``error``
+    saying ``cannot read <what> <path>: <why>``."""
+    shown = f"{what} {os.fsdecode(path)!r}" if what else repr(os.fsdecode(path))
+    if _special_file(path):
+        raise error(f"cannot read {shown}: it is not a regular file")
+    try:
+        return open(path, "rb")
+    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the name
+        raise error(f"cannot read {shown}: {getattr(exc, 'strerror', None) or exc}") from None

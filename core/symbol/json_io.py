@@ -7,7 +7,7 @@ import json
 import os
 from typing import Any
 
-from ..ir.arguments import special_file
+from ..ir.arguments import open_regular_file
 from ..ir.errors import ArgumentTypeError, GraphexecError, JSONFormatError
 from ..ir.graph import Entry, Node
 from ..ops.registry import all_names, find_op, get_op
@@ -30,14 +30,8 @@ def load(fname: str) -> Symbol:
     if not isinstance(fname, (str, bytes, os.PathLike)):
         raise ArgumentTypeError(f"load: expected a file name (str or path), got "
                                 f"{type(fname).__name__}")
-    if special_file(fname):
-        raise JSONFormatError(f"cannot read symbol file {fname!r}: not a regular file")
-    try:
-        with open(fname, "rb") as f:
-            raw = f.read()
-    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the name
-        raise JSONFormatError(f"cannot read symbol file {fname!r}: "
-                              f"{getattr(exc, 'strerror', None) or exc}") from None
+    with open_regular_file(fname, JSONFormatError, "symbol file") as f:
+        raw = f.read()
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -32,7 +32,7 @@ from typing import Any, BinaryIO, Mapping, Sequence
 
 import numpy as np
 
-from ..ir.arguments import special_file
+from ..ir.arguments import open_regular_file
 from ..ir.errors import ArgumentTypeError, ParamsFormatError
 
 __all__ = ["load", "save", "LIST_MAGIC", "V1_MAGIC", "V2_MAGIC", "V3_MAGIC", "TYPE_FLAGS"]
@@ -60,15 +60,7 @@ def load(fname: str | os.PathLike) -> ArrayData:
     if not isinstance(fname, (str, bytes, os.PathLike)):
         raise ArgumentTypeError(f"load: expected a file name (str or path), got "
                                 f"{type(fname).__name__}")
-    if special_file(fname):
-        raise ParamsFormatError(f"cannot read parameter file {os.fspath(fname)!r}: not a "
-                                f"regular file")
-    try:
-        f = open(fname, "rb")
-    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in the name
-        raise ParamsFormatError(f"cannot read parameter file {os.fspath(fname)!r}: "
-                                f"{getattr(exc, 'strerror', None) or exc}") from None
-    with f:
+    with open_regular_file(fname, ParamsFormatError, "parameter file") as f:
         return _Reader(f, os.fspath(fname)).read_file()
 
 
