@@ -23,8 +23,13 @@ pytest.importorskip("onnxruntime")
 DATA = Path(__file__).parent / "data" / "seq" / "models"
 MODELS = sorted(p.name for p in DATA.iterdir() if (p / "meta.json").exists())
 TRAINED = [m for m in MODELS if (DATA / m / "expected_train.npz").exists()]
-STRATEGIES = ["NONE", "onnxrt", "fused", "auto", "onnxrt,fused"]
+STRATEGIES = ["NONE", "onnxrt", "fused", "auto", "onnxrt,fused", "torch"]
 RTOL, ATOL = 1e-3, 1e-4
+
+
+def _strategy_available(strategy: str) -> None:
+    if strategy == "torch":
+        pytest.importorskip("torch", reason="the torch strategy needs PyTorch (graphexec[torch])")
 
 
 def load(name: str, inputs_file: str = "inputs.npz"):
@@ -58,6 +63,7 @@ def _compare(got: list, want: dict, what: str) -> None:
 @pytest.mark.parametrize("strategy", STRATEGIES)
 @pytest.mark.parametrize("name", MODELS)
 def test_inference_matches_mxnet(name, strategy, fused_kernel_cache):
+    _strategy_available(strategy)
     sym, args, aux, _ = load(name)
     ctx = _no_fallback()
     try:
@@ -68,9 +74,10 @@ def test_inference_matches_mxnet(name, strategy, fused_kernel_cache):
     _compare(outs, dict(np.load(DATA / name / "expected.npz")), f"{name} on {strategy}")
 
 
-@pytest.mark.parametrize("strategy", ["NONE", "fused"])
+@pytest.mark.parametrize("strategy", ["NONE", "fused", "torch"])
 @pytest.mark.parametrize("name", TRAINED)
 def test_training_matches_mxnet(name, strategy, fused_kernel_cache):
+    _strategy_available(strategy)
     sym, args, aux, _ = load(name)
     want = dict(np.load(DATA / name / "expected_train.npz"))
     heads = dict(np.load(DATA / name / "head_grads.npz"))

@@ -75,7 +75,8 @@ def test_which_nodes_run_torch_kernels():
     assert {"pool_full", "pool_full_backward"} <= set(marked)
     # global pooling stays native, and so does its backward
     assert "gpool" not in marked and "gpool_backward" not in marked
-    assert all(op != "SoftmaxOutput" for op in ops)
+    # SoftmaxOutput's forward runs ATen's softmax, its backward stays native
+    assert "SoftmaxOutput" in ops and "_backward_SoftmaxOutput" not in ops
 
 
 def test_unsupported_nodes_stay_native_with_a_reason():
@@ -165,6 +166,11 @@ EDGE_CASES = {
     "bn_2d": (_S.BatchNorm(_X, fix_gamma=False), (5, 3)),
     "fc_no_bias_3d": (_S.FullyConnected(_X, num_hidden=3, no_bias=True, flatten=False),
                       (2, 3, 4)),
+    "softmax_axis1": (_S.softmax(_X, axis=1), (2, 3, 4)),
+    "softmax_output_flat": (_S.SoftmaxOutput(_X, name="so"), (2, 3, 4)),
+    "softmax_output_multi": (_S.SoftmaxOutput(_X, multi_output=True, name="so"), (2, 3, 4)),
+    "softmax_output_preserve": (_S.SoftmaxOutput(_X, preserve_shape=True, name="so"),
+                                (2, 3, 4)),
 }
 
 
@@ -225,3 +231,76 @@ def test_native_convolution_paths_match_a_direct_sum(shape, kernel, pad, dilate,
                 want[:, g * cout:(g + 1) * cout] += np.einsum(
                     "fc,nchw->nfhw", w[g * cout:(g + 1) * cout, :, i, j], win)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
+
+
+def _rnn(mode: str, layers: int = 2, bidirectional: bool = False, state_outputs: bool = True,
+         p: float = 0.0):
+    ins = [_X, _S.Variable("params"), _S.Variable("h0")]
+    if mode == "lstm":
+        ins.append(_S.Variable("c0"))
+    out = _S.RNN(*ins, state_size=5, num_layers=layers, mode=mode, p=p,
+                 bidirectional=bidirectional, state_outputs=state_outputs, name="rnn")
+    return _S.Group([out[k] for k in range(len(out.list_outputs()))])
+
+
+RNN_CASES = {
+    "lstm_2l_states": _rnn("lstm"),
+    "lstm_bidir_no_states": _rnn("lstm", bidirectional=True, state_outputs=False),
+    "gru_bidir_2l": _rnn("gru", bidirectional=True),
+    "rnn_tanh_1l": _rnn("rnn_tanh", layers=1),
+    "rnn_relu_2l": _rnn("rnn_relu"),
+    "lstm_1l_dropout": _rnn("lstm", layers=1, p=0.5),  # no layer after the only one: no mask
+}
+
+
+def _rnn_results(sym, backend: str, grad_req="write", passes=(True,)):
+    exe = sym.simple_bind(gx.cpu(), backend=backend, data=(6, 3, 4), grad_req=grad_req)
+    rng = np.random.default_rng(2)
+    for arr in exe.arg_dict.values():
+        arr[...] = rng.uniform(-0.5, 0.5, arr.shape)
+    heads = [rng.standard_normal(o.shape).astype("f4") for o in exe.outputs]
+    for is_train in passes:
+        exe.forward(is_train=is_train)
+        exe.backward(heads)
+    return exe, [o.copy() for o in exe.outputs] + [g.copy() for g in exe.grad_dict.values()]
+
+
+@pytest.mark.parametrize("case", sorted(RNN_CASES))
+def test_rnn_variant_matches_native(case):
+    """PyTorch's RNN (oneDNN's LSTM) against the native kernel (checked against MXNet in
+    test_seq_*): outputs, final states and every gradient (data, parameters, begin states)."""
+    _needs_torch()
+    sym = RNN_CASES[case]
+    _, want = _rnn_results(sym, "NONE")
+    exe, got = _rnn_results(sym, "torch")
+    assert set(_marked(exe)) == {"rnn", "rnn_backward"}
+    for k, (g, w) in enumerate(zip(got, want)):
+        _close(g, w, f"{case} result {k}")
+
+
+def test_rnn_variant_backward_twice_after_inference_and_add():
+    """Backward may run twice after one forward, after an inference forward (differentiating
+    what it computed, as MXNet does), and accumulate with grad_req 'add'."""
+    _needs_torch()
+    sym = RNN_CASES["lstm_2l_states"]
+    for passes, req in (((True, True), "write"), ((False,), "write"), ((True,), "add")):
+        _, want = _rnn_results(sym, "NONE", req, passes)
+        _, got = _rnn_results(sym, "torch", req, passes)
+        for k, (g, w) in enumerate(zip(got, want)):
+            _close(g, w, f"passes {passes} grad_req {req}: result {k}")
+
+
+def test_rnn_configurations_the_variant_leaves_native():
+    _needs_torch()
+    x, params, h0 = _X, _S.Variable("params"), _S.Variable("h0")
+    cases = {"projection_size": dict(mode="lstm", projection_size=2),
+             "lstm_state_clip": dict(mode="lstm", lstm_state_clip_min=-1.0,
+                                     lstm_state_clip_max=1.0),
+             "dropout between layers": dict(mode="gru", num_layers=2, p=0.3)}
+    for why, kw in cases.items():
+        kw = {"num_layers": 1, **kw}
+        ins = [x, params, h0] + ([_S.Variable("c0")] if kw["mode"] == "lstm" else [])
+        y = _S.RNN(*ins, state_size=4, name="r", **kw)
+        exe = y.simple_bind(gx.cpu(), backend="torch", data=(3, 2, 4))
+        assert not _marked(exe), why
+        assert why.split()[0] in exe.partition_plan.nodes["r"].reason

@@ -262,39 +262,54 @@ def _fc_rows(p, x, w) -> tuple[int, int]:
     return rows, w.shape[1]
 
 
+def _split_rows(out, fn) -> None:
+    """``fn(r0, r1)`` for row ranges of ``out``, one per BLAS thread, each on its own thread
+    with BLAS on one thread (:mod:`~graphexec.backends.default.kernels.blas_threads`)."""
+    from graphexec.backends.default.kernels.blas_threads import MIN_ROWS, run_parts, split
+    run_parts(np, split(np, out.shape[0], MIN_ROWS), lambda j, r0, r1, sync: fn(r0, r1))
+
+
 @_kernel("FullyConnected")
 def fully_connected(call):
-    """out = data (flattened to 2-D, or over its last axis) @ weight.T + bias, written in
-    place by MKL's sgemm."""
-    torch = load_torch()
+    """out = data (flattened to 2-D, or over its last axis) @ weight.T + bias by numpy's
+    OpenBLAS (1.8-2.9x faster than MKL's sgemm through PyTorch on this AMD machine at every
+    size measured), the rows split across threads that each run BLAS on one thread, the bias
+    added by each to its rows: OpenBLAS's own idle threads spin for a while after a call,
+    taking the cores PyTorch's next kernels need (ATen's softmax right after a 1120 x 10000
+    product: 48 ms against 28 ms, benchmarks/README.md)."""
     p = call.params
     rows, k = _fc_rows(p, call.inputs[0], call.inputs[1])
-    x, w = _t(call.inputs[0]).view(rows, k), _t(call.inputs[1]).t()
-    out = _t(call.outputs[0]).view(rows, p.num_hidden)
-    if p.no_bias:
-        return lambda: torch.mm(x, w, out=out)
-    b = _t(call.inputs[2])
-    return lambda: torch.addmm(b, x, w, out=out)
+    x, wt = call.inputs[0].reshape(rows, k), call.inputs[1].T
+    out = call.outputs[0].reshape(rows, p.num_hidden)
+    bias = None if p.no_bias else call.inputs[2]
+
+    def part(r0, r1):
+        np.matmul(x[r0:r1], wt, out=out[r0:r1])
+        if bias is not None:
+            np.add(out[r0:r1], bias, out=out[r0:r1])
+    return lambda: _split_rows(out, part)
 
 
 @_kernel("_backward_FullyConnected")
 def fully_connected_backward(call):
-    """dX = dY @ W, dW = dY^T @ X, db = sum of dY over rows, each written in place."""
-    torch = load_torch()
+    """dX = dY @ W and dW = dY^T @ X, each split by its rows as the forward product; db the
+    sum of dY over rows."""
     p = call.params
     rows, k = _fc_rows(p, call.inputs[1], call.inputs[2])
-    og = _t(call.inputs[0]).view(rows, p.num_hidden)
-    x, w = _t(call.inputs[1]).view(rows, k), _t(call.inputs[2])
+    og = call.inputs[0].reshape(rows, p.num_hidden)
+    x, w = call.inputs[1].reshape(rows, k), call.inputs[2]
     steps = []
     if call.req[0] != "null":
-        dx = _t(call.outputs[0]).view(rows, k)
-        steps.append(lambda: torch.mm(og, w, out=dx))
+        dx = call.outputs[0].reshape(rows, k)
+        steps.append(lambda: _split_rows(dx, lambda r0, r1: np.matmul(og[r0:r1], w,
+                                                                       out=dx[r0:r1])))
     if call.req[1] != "null":
-        dw = _t(call.outputs[1])
-        steps.append(lambda: torch.mm(og.t(), x, out=dw))
+        dw, ogt = call.outputs[1], og.T
+        steps.append(lambda: _split_rows(dw, lambda r0, r1: np.matmul(ogt[r0:r1], x,
+                                                                       out=dw[r0:r1])))
     if not p.no_bias and call.req[2] != "null":
-        db = _t(call.outputs[2])
-        steps.append(lambda: torch.sum(og, 0, out=db))
+        db = call.outputs[2]
+        steps.append(lambda: np.add.reduce(og, axis=0, out=db))
 
     def run():
         for step in steps:
@@ -326,3 +341,155 @@ def relu_backward(call):
         aten.threshold_backward.grad_input(og, y, 0, grad_input=dx)
     return run
 
+
+
+# -- softmax (forward only: the backward kernels stay native) --------------------------------
+@_kernel("SoftmaxOutput", "softmax")
+def softmax(call):
+    """softmax along one axis, as the native kernels take it (SoftmaxOutput: axis 1 of the
+    data flattened to (batch, -1), axis 1 with multi_output, the last with preserve_shape):
+    ATen's vectorised softmax in one pass per row (1120 x 10000 on two threads: 7 ms against
+    33 ms for numpy's five passes, benchmarks/README.md)."""
+    aten = load_torch().ops.aten
+    p, x = call.params, call.inputs[0]
+    if call.op_name == "softmax":
+        shape, axis = x.shape, p.axis % x.ndim
+    elif p.preserve_shape or p.multi_output:
+        shape, axis = x.shape, (x.ndim - 1 if p.preserve_shape else 1)
+    else:
+        shape, axis = (x.shape[0], -1), 1
+    tx, out = _t(x).reshape(shape), _t(call.outputs[0]).reshape(shape)
+
+    def run():
+        aten._softmax.out(tx, axis, False, out=out)
+    return run
+
+
+# -- RNN --------------------------------------------------------------------------------------
+def _rnn_blocks(p, flat, width: int) -> list:
+    """PyTorch's parameter list (per layer and direction: w_ih, w_hh, b_ih, b_hh) as views of
+    MXNet's flat parameter vector ``flat`` (a numpy array: the parameters or their gradient).
+    Gate orders agree: LSTM i, f, g, o; GRU r, z, n with the reset gate applied to the
+    recurrent product plus its bias."""
+    from graphexec.core.ops.rnn import param_layout  # declared once the op plugins load
+    views = {(b.layer, b.direction, b.kind): flat[b.offset:b.offset + b.size].reshape(b.shape)
+             for b in param_layout(p, width)}
+    return [views[(layer, d, kind)] for layer in range(p.num_layers)
+            for d in range(2 if p.bidirectional else 1)
+            for kind in ("i2h_weight", "h2h_weight", "i2h_bias", "h2h_bias")]
+
+
+def _rnn_run(p, x, weights: list, states: list, train: bool) -> tuple:
+    """(output, final state[, final cell state]) of PyTorch's fused RNN (oneDNN's LSTM, the
+    kernel MXNet 1.9.1 runs on CPU; ATen's cells for GRU and vanilla RNNs)."""
+    aten = load_torch().ops.aten
+    bidir = bool(p.bidirectional)
+    if p.mode == "lstm":
+        return aten.lstm.input(x, states, weights, True, p.num_layers, 0.0, train, bidir, False)
+    fn = {"gru": aten.gru.input, "rnn_tanh": aten.rnn_tanh.input,
+          "rnn_relu": aten.rnn_relu.input}[p.mode]
+    return fn(x, states[0], weights, True, p.num_layers, 0.0, train, bidir, False)
+
+
+class _RnnInputs:
+    """The forward's inputs as tensors: data, every weight and bias block (its own tensor,
+    so each gradient comes out by itself: views of one flat leaf would each add a gradient
+    the size of the whole vector), the begin states."""
+
+    def __init__(self, p, data, flat, states: list):
+        self.p = p
+        self.tensors = [_t(data), *(_t(w) for w in _rnn_blocks(p, flat, data.shape[2])),
+                        *(_t(s) for s in states)]
+        self.num_blocks = len(self.tensors) - 1 - len(states)
+
+    def record(self) -> tuple:
+        """(leaves, results) of a forward recorded for autograd."""
+        torch = load_torch()
+        leaves = [t.detach().requires_grad_() for t in self.tensors]
+        nb = self.num_blocks
+        with torch.enable_grad():
+            results = _rnn_run(self.p, leaves[0], leaves[1:1 + nb], leaves[1 + nb:], True)
+        return leaves, results
+
+    def infer(self) -> tuple:
+        nb = self.num_blocks
+        with load_torch().no_grad():
+            return _rnn_run(self.p, self.tensors[0], self.tensors[1:1 + nb],
+                            self.tensors[1 + nb:], False)
+
+
+def _num_states(p) -> int:
+    return 2 if p.mode == "lstm" else 1
+
+
+@_kernel("RNN")
+def rnn(call):
+    """Inference runs without autograd; a training forward records PyTorch's autograd graph
+    in the node's state (shared with ``_backward_RNN``), which holds what the backward reads
+    (oneDNN's workspace), so the ``reserve`` output stays unwritten. Supported configurations:
+    ``select._rnn`` (no projection, clipping, sequence lengths or dropout between layers)."""
+    torch = load_torch()
+    p = call.params
+    ns = _num_states(p)
+    inputs = _RnnInputs(p, call.inputs[0], call.inputs[1], call.inputs[2:2 + ns])
+    visible = [_t(o) for o in call.outputs[:-1]]
+    state = call.state
+    train = call.is_train
+
+    def run():
+        if train:
+            state["torch_rnn"] = recorded = inputs.record()
+            results = recorded[1]
+        else:
+            state.pop("torch_rnn", None)  # a later backward records from these inputs
+            results = inputs.infer()
+        with torch.no_grad():
+            for o, r in zip(visible, results):
+                o.copy_(r)
+    return run
+
+
+@_kernel("_backward_RNN")
+def rnn_backward(call):
+    """Gradients of data, parameters and begin states through the autograd graph the
+    training forward recorded (kept for repeated backward calls); after an inference forward
+    (MXNet differentiates what it computed) the forward is recorded again from the inputs."""
+    from graphexec.core.ops.rnn import backward_inputs
+    torch = load_torch()
+    p = call.params
+    ns = _num_states(p)
+    got = dict(zip(backward_inputs(p), call.inputs))
+    states = [got["state"], got.get("state_cell")][:ns]
+    inputs = _RnnInputs(p, got["data"], got["parameters"], states)
+    heads = [_t(got["ograd"])]
+    if p.state_outputs:
+        heads += [_t(got[name]) for name in ("ograd_state", "ograd_statecell")[:ns]]
+    # gradient targets, leaf by leaf: data, each block of the flat vector, the states
+    nb = inputs.num_blocks
+    targets = [[_t(call.outputs[0])], [_t(b) for b in _rnn_blocks(
+        p, call.outputs[1], call.inputs[0].shape[2])], [_t(o) for o in call.outputs[2:2 + ns]]]
+    wanted = [k for k, r in enumerate(call.req[:2 + ns]) if r != "null"]
+    if not wanted:
+        return _nothing
+    leaf_ids = {0: [0], 1: list(range(1, 1 + nb))}
+    for k in range(ns):
+        leaf_ids[2 + k] = [1 + nb + k]
+    pairs = [(leaf, (targets[0] if k == 0 else targets[1] if k == 1 else
+                     [targets[2][k - 2]])[j]) for k in wanted
+             for j, leaf in enumerate(leaf_ids[k])]
+    state = call.state
+
+    def run():
+        recorded = state.get("torch_rnn")
+        if recorded is None:
+            state["torch_rnn"] = recorded = inputs.record()
+        leaves, results = recorded
+        grads = torch.autograd.grad(list(results[:len(heads)]), [leaves[i] for i, _ in pairs],
+                                    heads, retain_graph=True, allow_unused=True)
+        with torch.no_grad():
+            for (_, out), g in zip(pairs, grads):
+                if g is None:
+                    out.zero_()
+                else:
+                    out.copy_(g)
+    return run

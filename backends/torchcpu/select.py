@@ -79,8 +79,32 @@ def _activation(node, shapes) -> str | None:
     return None if node.params.act_type == "relu" else f"act_type {node.params.act_type}"
 
 
-_RULES = {"FullyConnected": lambda node, shapes: None, "Convolution": _conv, "BatchNorm": _batch_norm, "Pooling": _pooling,
-          "Activation": _activation}
+def _rnn(node, shapes) -> str | None:
+    p = node.params
+    if p.projection_size:
+        return "projection_size (LSTMP runs natively)"
+    if p.lstm_state_clip_min is not None or p.lstm_state_clip_max is not None:
+        return "lstm_state_clip_min/max (PyTorch's cells do not clip)"
+    if p.use_sequence_length:
+        return "use_sequence_length (per-sequence lengths)"
+    if p.p > 0 and p.num_layers > 1:
+        return "dropout between layers (masks from graphexec's seeded generator)"
+    return None
+
+
+def _softmax(node, shapes) -> str | None:
+    p = node.params
+    if node.op.name == "softmax":
+        if p.use_length:
+            return "use_length (softmax over each row's first entries)"
+        if p.temperature not in (None, 1.0):
+            return f"temperature {p.temperature}"
+    return None
+
+
+_RULES = {"FullyConnected": lambda node, shapes: None, "Convolution": _conv, "BatchNorm": _batch_norm,
+          "Pooling": _pooling, "Activation": _activation, "RNN": _rnn,
+          "SoftmaxOutput": _softmax, "softmax": _softmax}
 
 
 def supported(node, in_shapes: list, dtypes: list) -> str | None:

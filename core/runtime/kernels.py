@@ -36,7 +36,8 @@ KernelFn = Callable[[], None]
 
 class KernelCall:
     """Everything a kernel factory may use. ``state`` persists for the node across plans of
-    one executor (e.g. a dropout mask kept for backward); ``rng`` is a numpy Generator;
+    one executor, and a backward node shares its forward node's (what a forward keeps for its
+    backward: a custom operator object, an autograd graph); ``rng`` is a numpy Generator;
     ``input_grad_reqs`` gives, per input, the grad_req of the argument feeding it ('null' for
     inputs that are not arguments) — BatchNorm's fix_gamma needs it, as in MXNet;
     ``input_is_var`` whether each input is a graph input (an argument or auxiliary state,

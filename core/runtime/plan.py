@@ -149,7 +149,8 @@ class ExecPlan:
         call = KernelCall(node.name, node.op.name, node.params,
                           [self.arrays[e] for e in in_ids], outs,
                           ["null" if r == "null" else "write" for r in reqs], ctx.xp, ctx,
-                          is_train, self._states.setdefault(nid, {}), generator(), node.attrs,
+                          is_train, self._states.setdefault(self._state_owner(nid), {}),
+                          generator(), node.attrs,
                           [self.arg_grad_reqs.get(e, "null") for e in in_ids],
                           self.workspace(ctx),
                           [ig.nodes[ig.entry_node(e)[0]].op is None for e in in_ids])
@@ -163,6 +164,16 @@ class ExecPlan:
                               f"failed: {type(exc).__name__}: {exc}") from exc
         adds = [(t, o) for t, o, r in zip(targets, outs, reqs) if r == "add"]
         return fn if not adds else _accumulating(fn, adds, ctx.xp)
+
+    def _state_owner(self, nid: int) -> int:
+        """Whose kernel state node ``nid`` uses: a backward node shares its forward node's
+        (its first control dependency), as MXNet's stateful operators share one state object
+        between forward and backward: what a forward keeps for its backward lives there."""
+        ig = self.graph.indexed
+        node = ig.nodes[nid]
+        if node.op.name.startswith("_backward_") and node.control_deps:
+            return ig.node_id.get(id(node.control_deps[0]), nid)
+        return nid
 
     # -- running ------------------------------------------------------------------------------
     def run(self, is_train: bool, segment: str = "forward") -> None:

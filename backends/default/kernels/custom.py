@@ -71,7 +71,7 @@ def custom_backward(call):
 
     def run():
         op = call.state.get("custom_op")
-        if op is None:  # the backward node has its own state: one operator object per node
+        if op is None:  # no forward ran yet: the operator object forward and backward share
             op = call.state["custom_op"] = call_prop(
                 p, "create_operator", ctx, [list(a.shape) for a in in_grad],
                 [a.dtype.type for a in in_grad])
