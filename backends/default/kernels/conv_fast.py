@@ -7,23 +7,26 @@
 - one-group stride-1 convolutions with few filters for their channels (DenseNet's 3x3
   layers, 128 -> 32) run without columns, one product per kernel offset over the padded
   data's flat rows;
-- the one-group products run with BLAS on one thread per part, images (or, for one image,
-  filter rows) split across the BLAS threads (:mod:`.blas_threads`): OpenBLAS's own idle
-  threads spin after each call and, on a machine whose cores other work shares, took the
-  cores from the next one.
+- the one-group products of a batch run with BLAS on one thread per part, the images split
+  across the BLAS threads (:mod:`.blas_threads`): OpenBLAS's own idle threads spin after
+  each call and, on a machine whose cores other work shares, took the cores from the next
+  one. One image's product runs on OpenBLAS's own threads: split by filter rows (each part
+  packing the whole column matrix) ResNet-18 v1's 3x3 layers took 52-54 ms against 29 ms at
+  batch 1 on a quiet machine, and split by columns 51 ms (benchmarks/README.md).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .blas_threads import run_parts, split
-from .nn import matmul_into, reshaper
+from .blas_threads import run_parts, serial_blas, split
+from .nn import reshaper
 
-__all__ = ["is_depthwise", "depthwise_runner", "grouped_matmul", "split_matmul",
+__all__ = ["is_depthwise", "depthwise_runner", "grouped_matmul",
            "offsets_applicable", "offsets_layout", "offsets_runner"]
 
-#: the fewest filter rows of a one-image product worth a thread of their own
-MIN_ROWS = 16
+
+#: one image's products of fewer floating-point operations run on one BLAS thread
+SMALL_PRODUCT = 5e7
 
 
 def is_depthwise(p, geo, channels: int, dtype) -> bool:
@@ -37,7 +40,9 @@ def depthwise_runner(xp, weight, out, slices: list, source, scratch):
     """The run function of a depthwise Convolution: ``weight`` the (C, 1, *kernel) array,
     ``slices`` the strided slices of each kernel offset over ``source(bufs)`` (the data,
     padded), ``scratch.take()`` gives ``tmp`` (the output's shape) and what ``source``
-    needs."""
+    needs. One thread: the channels split across threads measured no faster in whole
+    models (MobileNet v2 0.25 13.5 -> 24.4 ms at batch 1, OpenBLAS's idle thread spinning
+    beside them)."""
     c = weight.shape[0]
     w2 = reshaper(weight, (c, len(slices)))
     bshape = (1, c) + (1,) * (out.ndim - 2)
@@ -57,37 +62,25 @@ def depthwise_runner(xp, weight, out, slices: list, source, scratch):
 
 def grouped_matmul(xp, weight, cols, result) -> bool:
     """result[i, 0] = weight[0] @ cols[i, 0] for a one-group convolution ((1, F, K),
-    (N, 1, K, P), (N, 1, F, P)), split across the BLAS threads with BLAS on one thread each.
-    False (nothing done) for several groups, float16 or off the host."""
+    (N, 1, K, P), (N, 1, F, P)) of several images, the images split across the BLAS threads
+    with BLAS on one thread each. False (nothing done) for one image, several groups,
+    float16 or off the host."""
     if (xp.__name__ != "numpy" or weight.shape[0] != 1
             or result.dtype not in (np.float32, np.float64)):
         return False
-    w, n, f = weight[0], cols.shape[0], weight.shape[1]
-    if n > 1:
-        def images(j, i0, i1, sync):
-            for i in range(i0, i1):
-                xp.matmul(w, cols[i, 0], out=result[i, 0])
-        run_parts(xp, split(xp, n, 1), images)
+    w = weight[0]
+    if cols.shape[0] == 1:
+        if 2 * w.size * cols.shape[-1] >= SMALL_PRODUCT:
+            return False
+        with serial_blas(xp):
+            xp.matmul(w, cols[0, 0], out=result[0, 0])
         return True
 
-    def rows(j, r0, r1, sync):
-        xp.matmul(w[r0:r1], cols[0, 0], out=result[0, 0, r0:r1])
-    run_parts(xp, split(xp, f, MIN_ROWS), rows)
+    def images(j, i0, i1, sync):
+        for i in range(i0, i1):
+            xp.matmul(w, cols[i, 0], out=result[i, 0])
+    run_parts(xp, split(xp, cols.shape[0], 1), images)
     return True
-
-
-def split_matmul(xp, a3, b3, out3) -> None:
-    """out3 = a3 @ b3 over groups; one group's product (float32/float64 on the host) with its
-    rows split across the BLAS threads, BLAS on one thread each (the backward's products)."""
-    if xp.__name__ != "numpy" or a3.shape[0] != 1 or out3.dtype not in (np.float32, np.float64):
-        matmul_into(xp, a3, b3, out3)
-        return
-    a, b, out = a3[0], b3[0], out3[0]
-
-    def rows(j, r0, r1, sync):
-        xp.matmul(a[r0:r1], b, out=out[r0:r1])
-    run_parts(xp, split(xp, a.shape[0], MIN_ROWS), rows)
-
 
 
 def offsets_applicable(p, geo, channels: int, dtype, xp) -> bool:
@@ -111,7 +104,7 @@ def offsets_layout(x_shape: tuple, geo, out_sp: tuple, f: int, xp) -> dict:
     wp = w + 2 * pw
     extra = -(-(geo.kernel[1] - 1) * dw // wp)
     length = out_sp[0] * wp
-    parts = len(split(xp, n, 1)) if n > 1 else len(split(xp, f, MIN_ROWS))
+    parts = len(split(xp, n, 1))
     return {"padded": (n, c, h + 2 * ph + extra, wp), "acc": (n, f, length),
             "tmp": (parts, f, length), "wt": (*geo.kernel, f, c)}
 
@@ -120,8 +113,8 @@ def offsets_runner(xp, x, weight, out, geo, scratch):
     """Convolution without columns: for each kernel offset (i, j), one product of that
     offset's weights (F x C) with the padded data's flat rows starting at offset
     i * dilation * padded_width + j * dilation (C x out_h * padded_width), summed; the
-    columns past the output width are dropped at the end. The products' rows (one image)
-    or the images are split across the BLAS threads. No columns to write: 9x the data for a
+    columns past the output width are dropped at the end. The images are split across the
+    BLAS threads (one image: OpenBLAS's own threads). No columns to write: 9x the data for a
     3x3 kernel, the cost that dominates when the product has few rows (filters)."""
     n, c, h, w = x.shape
     f = weight.shape[0]
@@ -130,8 +123,7 @@ def offsets_runner(xp, x, weight, out, geo, scratch):
     length = ho * wp
     starts = [(i, j, i * dh * wp + j * dw) for i in range(geo.kernel[0])
               for j in range(geo.kernel[1])]
-    per_image = n > 1
-    parts = split(xp, n, 1) if per_image else split(xp, f, MIN_ROWS)
+    parts = split(xp, n, 1)
 
     def run():
         bufs = scratch.take()
@@ -155,11 +147,11 @@ def offsets_runner(xp, x, weight, out, geo, scratch):
                     xp.add(a, t, out=a)
 
         def part(jpart, u0, u1, sync):
-            if per_image:
-                for b in range(u0, u1):
-                    product(b, 0, f, tmp[jpart])
-            else:
-                product(0, u0, u1, tmp[jpart, u0:u1])
-        run_parts(xp, parts, part)
+            for b in range(u0, u1):
+                product(b, 0, f, tmp[jpart])
+        if n == 1:
+            product(0, 0, f, tmp[0])
+        else:
+            run_parts(xp, parts, part)
         xp.copyto(out, acc.reshape(n, f, ho, wp)[..., :wo])
     return run

@@ -21,7 +21,6 @@ from graphexec.core.ops.conv import conv_geometry, deconv_adjustments, deconv_pa
 
 from .base import kernel
 from .conv import Scratch, avg_divisor, channel_first_view, offset_slices, pad_into, padded_shape
-from .conv_fast import split_matmul
 from .nn import matmul_into, reshaper, work_dtype
 from .nn_grad import nothing, sum_into, target
 
@@ -83,7 +82,7 @@ def _weight_grad(xp, dw, shape):
     dw3, commit = target(xp, dw, shape)
 
     def run(a3, cols3):
-        split_matmul(xp, a3, cols3.transpose(0, 2, 1), dw3)
+        matmul_into(xp, a3, cols3.transpose(0, 2, 1), dw3)
         commit()
     return run
 
@@ -131,7 +130,7 @@ def convolution_backward(call):
             xp.copyto(cols, window_view(xp, x_t, geo.kernel, geo.stride, geo.dilate, out_sp))
             weight_grad(og3, cols3)
         if want_x:
-            split_matmul(xp, weight().transpose(0, 2, 1), og3, cols3)  # the columns' gradient
+            matmul_into(xp, weight().transpose(0, 2, 1), og3, cols3)  # the columns' gradient
             col2im(xp, cols, bufs["dst"], geo.kernel, geo.stride, geo.dilate, out_sp)
             xp.copyto(dx, channel_first(_inner(bufs["dst"], pads)), casting="unsafe")
         _bias_grad(xp, call, og)
