@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 import graphexec as gx
-from graphexec.backends.default.kernels import blas_threads, rnn_cells
+from graphexec.backends.default.kernels import rnn_cells
+from graphexec.core.runtime import blas_threads
 from graphexec.core.ir.errors import GraphexecError
 from graphexec.core.ops.rnn import param_size, reserve_layout
 

@@ -264,8 +264,8 @@ def _fc_rows(p, x, w) -> tuple[int, int]:
 
 def _split_rows(out, fn) -> None:
     """``fn(r0, r1)`` for row ranges of ``out``, one per BLAS thread, each on its own thread
-    with BLAS on one thread (:mod:`~graphexec.backends.default.kernels.blas_threads`)."""
-    from graphexec.backends.default.kernels.blas_threads import MIN_ROWS, run_parts, split
+    with BLAS on one thread (:mod:`graphexec.core.runtime.blas_threads`)."""
+    from graphexec.core.runtime.blas_threads import MIN_ROWS, run_parts, split
     run_parts(np, split(np, out.shape[0], MIN_ROWS), lambda j, r0, r1, sync: fn(r0, r1))
 
 

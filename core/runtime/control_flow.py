@@ -13,34 +13,26 @@ OpenBLAS's own threads made a 50-step RNN 4x slower on a loaded 2-core machine
 """
 from __future__ import annotations
 
-from functools import lru_cache, wraps
+from functools import wraps
 from typing import Any, Callable
 
 import numpy as np
 
 from ..ir.random import generator
 from ..subgraph.control_flow import body_inputs
+from .blas_threads import serial_blas
 
 __all__ = ["CONTROL_FLOW_KERNELS"]
 
 
-@lru_cache(maxsize=1)
-def _blas_controller():
-    try:
-        from threadpoolctl import ThreadpoolController
-    except ImportError:  # a dependency; without it the loops run with BLAS as configured
-        return None
-    return ThreadpoolController()
-
-
 def _serial_blas(call: Any, run: Callable[[], None]) -> Callable[[], None]:
     """``run`` with BLAS limited to one thread while it runs (numpy on the host only)."""
-    if call.xp is not np or _blas_controller() is None:
+    if call.xp is not np:
         return run
 
     @wraps(run)
     def serial() -> None:
-        with _blas_controller().limit(limits=1, user_api="blas"):
+        with serial_blas(np):
             run()
     return serial
 

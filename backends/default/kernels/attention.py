@@ -7,7 +7,7 @@ import math
 from functools import partial
 
 from .base import cast_scalar, kernel
-from .blas_threads import run_parts, split
+from graphexec.core.runtime.blas_threads import run_parts, split
 from .nn import matmul_into
 
 #: the fewest products worth a thread of their own
@@ -29,8 +29,8 @@ def _scale(arr, num_heads: int, parts: int) -> float:
 
 def _bmm(xp, a, b, out) -> None:
     """out = a @ b over the batch axis, which is split across threads (each product is
-    small: OpenBLAS's own threads cost more than they bring, see :mod:`.blas_threads`);
-    ``out`` may be a strided view."""
+    small: OpenBLAS's own threads cost more than they bring, see
+    :mod:`graphexec.core.runtime.blas_threads`); ``out`` may be a strided view."""
     def part(j, b0, b1, sync):
         dst = out[b0:b1]
         if dst.flags.c_contiguous:

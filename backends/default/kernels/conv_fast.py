@@ -8,17 +8,18 @@
   layers, 128 -> 32) run without columns, one product per kernel offset over the padded
   data's flat rows;
 - the one-group products of a batch run with BLAS on one thread per part, the images split
-  across the BLAS threads (:mod:`.blas_threads`): OpenBLAS's own idle threads spin after
-  each call and, on a machine whose cores other work shares, took the cores from the next
-  one. One image's product runs on OpenBLAS's own threads: split by filter rows (each part
-  packing the whole column matrix) ResNet-18 v1's 3x3 layers took 52-54 ms against 29 ms at
-  batch 1 on a quiet machine, and split by columns 51 ms (benchmarks/README.md).
+  across the BLAS threads (:mod:`graphexec.core.runtime.blas_threads`): OpenBLAS's own idle
+  threads spin after each call and, on a machine whose cores other work shares, took the
+  cores from the next one. One image's product runs on OpenBLAS's own threads (small ones
+  on one BLAS thread): split by filter rows (each part packing the whole column matrix)
+  ResNet-18 v1's 3x3 layers took 52-54 ms against 29 ms at batch 1 on a quiet machine, and
+  split by columns 51 ms (benchmarks/README.md).
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .blas_threads import run_parts, serial_blas, split
+from graphexec.core.runtime.blas_threads import run_parts, serial_blas, split
 from .nn import reshaper
 
 __all__ = ["is_depthwise", "depthwise_runner", "grouped_matmul",

@@ -6,7 +6,7 @@ A direction's input projection ``x @ W_i2h.T + bias`` for all T steps is one GEM
 ``gates`` buffer before the loop; each step then adds ``h @ W_h2h.T`` and applies the gate
 activations in place, so the reserve keeps the activated gates that backward needs. The
 steps of a loop work on a range of hidden units, one range per thread (see
-:mod:`.blas_threads`): gates are seen
+:mod:`graphexec.core.runtime.blas_threads`): gates are seen
 as (N, G, H) and sliced on the last axis. Backward walks the steps in reverse processing
 order and keeps, per step, the gradient of the gate pre-activations (``dpre``; ``dhw`` where
 GRU's recurrent part differs; ``dproj`` for LSTMP); the caller turns them into weight and
@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .base import special
-from .blas_threads import matmul_rows, run_parts, split
+from graphexec.core.runtime.blas_threads import matmul_rows, run_parts, split
 
 __all__ = ["Direction", "CELLS"]
 

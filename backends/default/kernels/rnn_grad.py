@@ -7,7 +7,7 @@ from __future__ import annotations
 from graphexec.core.ops.rnn import backward_inputs
 
 from .base import kernel
-from .blas_threads import matmul_rows
+from graphexec.core.runtime.blas_threads import matmul_rows
 from .rnn import RnnLayout
 
 

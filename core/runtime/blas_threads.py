@@ -1,15 +1,17 @@
-"""Many small GEMMs on several cores: the work is split into parts, one per BLAS thread,
-each part run by its own Python thread with BLAS on one thread (numpy releases the GIL in
-BLAS and ufunc loops), meeting the others at a barrier where the parts depend on each other.
+"""Many small GEMMs on several cores (host threads that kernels of any backend use): the
+work is split into parts, one per BLAS thread, each part run by its own Python thread with
+BLAS on one thread (numpy releases the GIL in BLAS and ufunc loops), meeting the others at
+a barrier where the parts depend on each other; :func:`serial_blas` runs a block with BLAS
+on one thread (the control-flow loops, small products).
 
 Why: OpenBLAS's own threads help large GEMMs but not small ones. A recurrence step is
 (N, P) x (P, G*H), small in N; OpenBLAS splits it by rows, so every thread streams the whole
 weight matrix and two threads ran no faster than one (LSTM 32 x 650: 2.2 ms a step on one
 thread, 2.2-18 ms on two on a shared 2-core machine), while two threads each with half of
-the gate columns (:mod:`.rnn_cells`) ran 35 steps in 29-33 ms against 69-70 ms on one. The
+the gate columns (``backends/default/kernels/rnn_cells.py``) ran 35 steps in 29-33 ms against 69-70 ms on one. The
 96 (128 x 64) x (64 x 128) products of a BERT attention layer took 18-216 ms with
-OpenBLAS's two threads, 4-16 ms on one (measured in isolation); :mod:`.attention` splits
-the batch of products instead.
+OpenBLAS's two threads, 4-16 ms on one (measured in isolation); the attention kernels
+split the batch of products instead.
 """
 from __future__ import annotations
 
