@@ -8,8 +8,8 @@ Why: OpenBLAS's own threads help large GEMMs but not small ones. A recurrence st
 (N, P) x (P, G*H), small in N; OpenBLAS splits it by rows, so every thread streams the whole
 weight matrix and two threads ran no faster than one (LSTM 32 x 650: 2.2 ms a step on one
 thread, 2.2-18 ms on two on a shared 2-core machine), while two threads each with half of
-the gate columns (``backends/default/kernels/rnn_cells.py``) ran 35 steps in 29-33 ms against 69-70 ms on one. The
-96 (128 x 64) x (64 x 128) products of a BERT attention layer took 18-216 ms with
+the gate columns (the native RNN cells) ran 35 steps in 29-33 ms against 69-70 ms on one.
+The 96 (128 x 64) x (64 x 128) products of a BERT attention layer took 18-216 ms with
 OpenBLAS's two threads, 4-16 ms on one (measured in isolation); the attention kernels
 split the batch of products instead.
 """
