@@ -40,12 +40,21 @@ def _kernel(*names: str, inplace: bool = False):
     return deco
 
 
+#: how long PyTorch's OpenMP threads spin after a parallel region before they sleep
+#: (libgomp's GOMP_SPINCOUNT; its default is 300000)
+SPIN_COUNT = "10000"
+
+
 def load_torch():
-    """PyTorch, imported on first use. Its OpenMP threads wait passively between operators
-    (``OMP_WAIT_POLICY=PASSIVE`` unless the user set it; read when torch is first imported):
-    spinning threads cost 2-4x on a machine whose cores other work shares (a ResNet-18
-    train step 2.46 s against 0.58 s, benchmarks/README.md)."""
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    """PyTorch, imported on first use. Unless the user set OMP_WAIT_POLICY or
+    GOMP_SPINCOUNT, its OpenMP threads spin briefly after each parallel region
+    (``GOMP_SPINCOUNT=10000``, about 0.3 ms here) before they sleep, read when torch is
+    first imported: sleeping at once (``OMP_WAIT_POLICY=PASSIVE``) made every operator wake
+    them (ResNet-18 v1's train step 1.16-1.32x MXNet's against 1.07-1.08x, MobileNet v1 0.25
+    1.07-1.47x against 0.60-0.64x on a quiet machine), while libgomp's default spin (~10 ms)
+    cost 2-4x where other work shares the cores (benchmarks/README.md)."""
+    if "OMP_WAIT_POLICY" not in os.environ:
+        os.environ.setdefault("GOMP_SPINCOUNT", SPIN_COUNT)
     import torch
     _keep_freed_memory()
     return torch
