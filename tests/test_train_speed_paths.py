@@ -204,12 +204,31 @@ NATIVE_CONV_CASES = [((2, 8, 9, 11), (3, 3), (1, 1), (1, 1), (1, 1), 3, 1),
                      ((1, 6, 7, 7), (7, 7), (3, 3), (1, 1), (1, 1), 2, 1),
                      ((2, 6, 7, 7), (3, 3), (1, 1), (1, 1), (2, 2), 6, 6),
                      ((2, 3, 7, 7), (3, 3), (1, 1), (1, 1), (2, 1), 16, 1),
-                     ((1, 3, 7, 7), (3, 3), (0, 0), (1, 1), (1, 1), 40, 1)]
+                     ((1, 3, 7, 7), (3, 3), (0, 0), (1, 1), (1, 1), 40, 1),
+                     # depthwise: the compiled loop's bounds (padding wider than half the
+                     # kernel, none, dilation, strides 2 and 3, odd widths, several images)
+                     ((2, 5, 9, 8), (3, 3), (1, 1), (1, 1), (1, 1), 5, 5),
+                     ((1, 4, 10, 11), (3, 3), (1, 1), (1, 1), (2, 2), 4, 4),
+                     ((1, 4, 9, 9), (3, 5), (3, 0), (1, 2), (1, 3), 4, 4),
+                     ((2, 3, 12, 7), (5, 3), (1, 2), (2, 1), (3, 2), 3, 3),
+                     ((1, 2, 4, 4), (3, 3), (4, 4), (1, 1), (1, 1), 2, 2)]
+
+
+@pytest.fixture(params=["compiled", "numpy"])
+def depthwise_path(request, monkeypatch):
+    """Each test twice: with numba's compiled depthwise loop (when numba is installed) and
+    with the numpy offsets."""
+    from graphexec.backends.default.kernels import conv
+    if request.param == "numpy":
+        monkeypatch.setattr(conv, "compiled_depthwise_runner", lambda *a: None)
+    else:
+        pytest.importorskip("numba", reason="the compiled depthwise loop needs numba")
+    return request.param
 
 
 @pytest.mark.parametrize("shape,kernel,pad,dilate,stride,filters,groups", NATIVE_CONV_CASES)
 def test_native_convolution_paths_match_a_direct_sum(shape, kernel, pad, dilate, stride,
-                                                     filters, groups):
+                                                     filters, groups, depthwise_path):
     sym = gx.sym.Convolution(gx.sym.Variable("x"), kernel=kernel, pad=pad, dilate=dilate,
                              stride=stride, num_filter=filters, num_group=groups, name="c")
     exe = sym.simple_bind(gx.cpu(), grad_req="null", x=shape)
@@ -304,3 +323,26 @@ def test_rnn_configurations_the_variant_leaves_native():
         exe = y.simple_bind(gx.cpu(), backend="torch", data=(3, 2, 4))
         assert not _marked(exe), why
         assert why.split()[0] in exe.partition_plan.nodes["r"].reason
+
+
+@pytest.mark.parametrize("is_train", [False, True])
+@pytest.mark.parametrize("shape,axis", [((2, 3, 5, 4), 1), ((4, 6), 1), ((2, 5, 3), 2)])
+def test_native_batch_norm_compiled_pass_equals_numpy(shape, axis, is_train, monkeypatch):
+    """BatchNorm's one compiled pass (numba) gives the numpy path's numbers exactly (the
+    same multiply then add), with moving or batch statistics."""
+    pytest.importorskip("numba", reason="the compiled pass needs numba")
+    from graphexec.backends.default.kernels import nn
+    probe = np.zeros(shape, "f4")
+    assert nn._compiled_affine(np, probe, probe, axis, probe.dtype) is not None
+    sym = gx.sym.BatchNorm(gx.sym.Variable("x"), axis=axis, fix_gamma=False, name="bn")
+    results = []
+    for compiled in (True, False):
+        if not compiled:
+            monkeypatch.setattr(nn, "_compiled_affine", lambda *a: None)
+        exe = sym.simple_bind(gx.cpu(), grad_req="null", x=shape)
+        rng = np.random.default_rng(3)
+        for name, arr in list(exe.arg_dict.items()) + list(exe.aux_dict.items()):
+            arr[...] = rng.uniform(0.5, 1.5, arr.shape) if name.endswith("var") else \
+                rng.standard_normal(arr.shape)
+        results.append(exe.forward(is_train=is_train)[0].copy())
+    np.testing.assert_array_equal(results[0], results[1])

@@ -20,7 +20,7 @@ from graphexec.core.ops.conv import (conv_geometry, deconv_adjustments, deconv_p
                                      pool_count_region, pool_geometry)
 
 from .base import kernel, sequence
-from .conv_fast import (depthwise_runner, grouped_matmul, is_depthwise, offsets_applicable,
+from .conv_fast import (compiled_depthwise_runner, depthwise_runner, grouped_matmul, is_depthwise, offsets_applicable,
                         offsets_layout, offsets_runner)
 from .nn import matmul_into, reshaper, work_dtype
 
@@ -169,6 +169,9 @@ def convolution(call):
 def _depthwise(call, x, out, geo, out_sp: tuple):
     """A depthwise Convolution without columns (:mod:`.conv_fast`)."""
     xp = call.xp
+    compiled = compiled_depthwise_runner(xp, x, call.inputs[1], out, geo)
+    if compiled is not None:
+        return compiled
     pads = tuple((q, q) for q in geo.pad)
     specs = {"tmp": (out.shape, out.dtype)}
     if any(geo.pad):

@@ -20,9 +20,10 @@ from __future__ import annotations
 import numpy as np
 
 from graphexec.core.runtime.blas_threads import run_parts, serial_blas, split
+from .compiled import compiled
 from .nn import reshaper
 
-__all__ = ["is_depthwise", "depthwise_runner", "grouped_matmul",
+__all__ = ["is_depthwise", "depthwise_runner", "compiled_depthwise_runner", "grouped_matmul",
            "offsets_applicable", "offsets_layout", "offsets_runner"]
 
 
@@ -41,9 +42,8 @@ def depthwise_runner(xp, weight, out, slices: list, source, scratch):
     """The run function of a depthwise Convolution: ``weight`` the (C, 1, *kernel) array,
     ``slices`` the strided slices of each kernel offset over ``source(bufs)`` (the data,
     padded), ``scratch.take()`` gives ``tmp`` (the output's shape) and what ``source``
-    needs. One thread: the channels split across threads measured no faster in whole
-    models (MobileNet v2 0.25 13.5 -> 24.4 ms at batch 1, OpenBLAS's idle thread spinning
-    beside them)."""
+    needs. One numpy multiply-add per kernel offset (2-D on the host with numba installed:
+    :func:`compiled_depthwise_runner` instead)."""
     c = weight.shape[0]
     w2 = reshaper(weight, (c, len(slices)))
     bshape = (1, c) + (1,) * (out.ndim - 2)
@@ -59,6 +59,24 @@ def depthwise_runner(xp, weight, out, slices: list, source, scratch):
                 xp.multiply(src[sl], wk, out=tmp)
                 xp.add(out, tmp, out=out)
     return run
+
+
+def compiled_depthwise_runner(xp, x, weight, out, geo):
+    """The run function of a 2-D depthwise Convolution through numba's compiled loop
+    (:mod:`.compiled`)
+    (padding handled in the loop, no padded copy), or None where it does not apply (no
+    numba, not the host, not 2-D). MobileNet v1 0.25's 13 depthwise layers at batch 1:
+    3.3 ms against 6.3-7.5 ms for the numpy offsets (benchmarks/README.md); the same sums
+    in the same order (no fast-math), 0 where a tap falls in the padding."""
+    if xp.__name__ != "numpy" or len(geo.kernel) != 2:
+        return None
+    loop = compiled("depthwise")
+    if loop is None:
+        return None
+    c = weight.shape[0]
+    (kh, kw), (sh, sw), (dh, dw), (ph, pw) = geo.kernel, geo.stride, geo.dilate, geo.pad
+    w2 = reshaper(weight, (c, kh * kw))
+    return lambda: loop(x, w2(), out, kh, kw, sh, sw, dh, dw, ph, pw)
 
 
 def grouped_matmul(xp, weight, cols, result) -> bool:
