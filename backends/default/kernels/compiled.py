@@ -18,22 +18,17 @@ __all__ = ["compiled"]
 def _depthwise_loops(x, w, out, kh, kw, sh, sw, dh, dw, ph, pw):  # pragma: no cover - numba's
     """out[b, c, y, x_] = sum over (i, j) of w[c, i * kw + j] * x[b, c, sh * y + dh * i - ph,
     sw * x_ + dw * j - pw], taps outside the data counting 0, the offsets accumulated in
-    the numpy path's order, row by row (a row stays in cache). The inner loops index 1-D
-    views from 0, so numba needs no negative-index checks there and they vectorise (4x the
-    speed of the same loop over 4-D indices); with stride 2 each input plane is first split
-    into its even and odd columns, so that those loops read contiguous memory too. (Summing
-    a 3x3 row's nine taps in registers, the borders apart, measured slower: the per-row
-    calls and border loops cost more than the loads and stores saved.)"""
+    the numpy path's order. Stride 1 or no dilation (every zoo model): by phases and long
+    flat loops (:func:`_depthwise_flat`; MobileNet v1 0.25's layers 0.07-0.13 ms each
+    against 0.15-0.34 ms row by row). Otherwise (strided and dilated) row by row, the inner
+    loops over 1-D views from 0 (numba needs no negative-index checks there)."""
     n, c, ho, wo = out.shape
     height, width = x.shape[2], x.shape[3]
-    half = (width + 1) // 2
-    phases = np.empty((2, height, half), x.dtype) if sw == 2 else np.empty((2, 1, 1), x.dtype)
+    if (sh == 1 and sw == 1) or (dh == 1 and dw == 1):
+        _depthwise_flat(x, w, out, kh, kw, sh, sw, dh, dw, ph, pw)
+        return
     for b in range(n):
         for ch in range(c):
-            if sw == 2:
-                for r in range(height):
-                    for q in range(width):
-                        phases[q % 2, r, q // 2] = x[b, ch, r, q]
             for y in range(ho):
                 orow = out[b, ch, y]
                 orow[:] = 0
@@ -48,19 +43,64 @@ def _depthwise_loops(x, w, out, kh, kw, sh, sw, dh, dw, ph, pw):  # pragma: no c
                         continue
                     wv = w[ch, k]
                     dst = orow[lo:hi]
-                    first = c0 + sw * lo  # >= 0
-                    if sw == 1:
-                        srow = x[b, ch, r, first:]
-                        for i in range(hi - lo):
-                            dst[i] += wv * srow[i]
-                    elif sw == 2:
-                        srow = phases[first % 2, r, first // 2:]
-                        for i in range(hi - lo):
-                            dst[i] += wv * srow[i]
-                    else:
-                        srow = x[b, ch, r, first:]
-                        for i in range(hi - lo):
-                            dst[i] += wv * srow[sw * i]
+                    srow = x[b, ch, r, c0 + sw * lo:]  # from column >= 0
+                    for i in range(hi - lo):
+                        dst[i] += wv * srow[sw * i]
+
+
+def _depthwise_flat(x, w, out, kh, kw, sh, sw, dh, dw, ph, pw):  # pragma: no cover - numba's
+    """Stride 1, or no dilation: each plane is padded and split once into its sh x sw
+    phases (rows and columns by their remainder by the stride: a tap then reads one phase
+    at stride 1), each with the row the last offset's slice runs into; then one long
+    product-sum per kernel offset over its phase's flat rows, as wide as the phase (the
+    columns past the output width are dropped at the end): kh * kw loops over the plane
+    instead of kh * kw per output row."""
+    n, c, ho, wo = out.shape
+    height, width = x.shape[2], x.shape[3]
+    wq = -(-(width + 2 * pw) // sw)
+    hq = -(-(height + 2 * ph) // sh) + 1
+    phases = np.zeros((sh * sw, hq, wq), x.dtype)
+    length = ho * wq
+    acc = np.empty(length, out.dtype)
+    for b in range(n):
+        for ch in range(c):
+            for pr in range(sh):
+                for pc in range(sw):
+                    phase = phases[pr * sw + pc]
+                    # the phase's columns v inside the data: 0 <= sw * v + pc - pw < width
+                    v_lo = max(0, -(-(pw - pc) // sw))
+                    v_hi = min(wq, (width - 1 + pw - pc) // sw + 1)
+                    for u in range(hq):
+                        r = sh * u + pr - ph
+                        prow = phase[u]
+                        if r < 0 or r >= height or v_lo >= v_hi:
+                            prow[:] = 0
+                            continue
+                        prow[:v_lo] = 0
+                        prow[v_hi:] = 0
+                        dst = prow[v_lo:v_hi]
+                        xrow = x[b, ch, r, sw * v_lo + pc - pw:]
+                        if sw == 1:
+                            for v in range(v_hi - v_lo):
+                                dst[v] = xrow[v]
+                        else:
+                            for v in range(v_hi - v_lo):
+                                dst[v] = xrow[sw * v]
+            for k in range(kh * kw):
+                i, j = dh * (k // kw), dw * (k % kw)
+                flat = phases[(i % sh) * sw + j % sw].reshape(hq * wq)
+                src = flat[(i // sh) * wq + j // sw:]
+                wv = w[ch, k]
+                if k == 0:
+                    for t in range(length):
+                        acc[t] = wv * src[t]
+                else:
+                    for t in range(length):
+                        acc[t] += wv * src[t]
+            for y in range(ho):
+                orow, arow = out[b, ch, y], acc[y * wq:]
+                for q in range(wo):
+                    orow[q] = arow[q]
 
 
 def _channel_affine(x, scale, shift, out):  # pragma: no cover - numba's
@@ -76,6 +116,8 @@ def _channel_affine(x, scale, shift, out):  # pragma: no cover - numba's
 
 
 _LOOPS = {"depthwise": _depthwise_loops, "channel_affine": _channel_affine}
+#: the functions a loop calls, compiled first (numba resolves them as this module's globals)
+_HELPERS = {"depthwise": ("_depthwise_flat",)}
 _COMPILED: dict = {}
 
 
@@ -87,5 +129,8 @@ def compiled(name: str):
         except ImportError:
             _COMPILED[name] = None
         else:
+            for helper in _HELPERS.get(name, ()):
+                if not hasattr(globals()[helper], "py_func"):
+                    globals()[helper] = njit(nogil=True)(globals()[helper])
             _COMPILED[name] = njit(nogil=True)(_LOOPS[name])
     return _COMPILED[name]
