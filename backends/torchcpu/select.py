@@ -102,9 +102,9 @@ def _softmax(node, shapes) -> str | None:
     return None
 
 
-_RULES = {"FullyConnected": lambda node, shapes: None, "Convolution": _conv, "BatchNorm": _batch_norm,
-          "Pooling": _pooling, "Activation": _activation, "RNN": _rnn,
-          "SoftmaxOutput": _softmax, "softmax": _softmax}
+_RULES = {"FullyConnected": lambda node, shapes: None, "Convolution": _conv,
+          "BatchNorm": _batch_norm, "Pooling": _pooling, "Activation": _activation,
+          "RNN": _rnn, "SoftmaxOutput": _softmax, "softmax": _softmax}
 
 
 def supported(node, in_shapes: list, dtypes: list) -> str | None:

@@ -20,8 +20,8 @@ from graphexec.core.ops.conv import (conv_geometry, deconv_adjustments, deconv_p
                                      pool_count_region, pool_geometry)
 
 from .base import kernel, sequence
-from .conv_fast import (compiled_depthwise_runner, depthwise_runner, grouped_matmul, is_depthwise, offsets_applicable,
-                        offsets_layout, offsets_runner)
+from .conv_fast import (compiled_depthwise_runner, depthwise_runner, grouped_matmul,
+                        is_depthwise, offsets_applicable, offsets_layout, offsets_runner)
 from .nn import matmul_into, reshaper, work_dtype
 
 __all__ = ["channel_first_view", "windows", "Scratch", "padded_shape", "pad_into",
