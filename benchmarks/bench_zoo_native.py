@@ -28,12 +28,10 @@ from common import MXNetWorker, alternating_medians  # noqa: E402
 import graphexec as gx  # noqa: E402
 
 ZOO = Path(__file__).resolve().parent.parent / "tests" / "data" / "json"
-MODELS = ["alexnet", "densenet121", "inceptionv3", "mobilenet0.25", "mobilenetv2_0.25",
-          "resnet18_v1", "resnet18_v2", "squeezenet1.0", "vgg11_bn"]
 
 
-def load(name: str, batch: int):
-    sym = gx.sym.load_json(gzip.decompress((ZOO / f"zoo_{name}-symbol.json.gz")
+def load(name: str, batch: int, zoo: Path = ZOO):
+    sym = gx.sym.load_json(gzip.decompress((zoo / f"zoo_{name}-symbol.json.gz")
                                            .read_bytes()).decode())
     size = 299 if name.startswith("inception") else 224
     return sym, {"data": (batch, 3, size, size)}
@@ -50,7 +48,7 @@ def bind(sym, shapes: dict, backend: str):
 
 
 def run(name: str, opts, tmp: str) -> dict:
-    sym, shapes = load(name, opts.batch)
+    sym, shapes = load(name, opts.batch, opts.zoo)
     mx = None
     if opts.mxnet:
         path = os.path.join(tmp, f"{name}-symbol.json")
@@ -76,11 +74,18 @@ def run(name: str, opts, tmp: str) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--mxnet", help="python of a venv with mxnet==1.9.1, to time MXNet too")
-    ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument("--models", default=None,
+                    help="names, separated by ','; default: every zoo_*-symbol.json.gz of --zoo")
+    ap.add_argument("--zoo", type=Path, default=ZOO,
+                    help="folder of zoo_<name>-symbol.json.gz files (default tests/data/json; "
+                         "benchmarks/make_zoo_symbols.py exports more in the oracle venv)")
     ap.add_argument("--strategies", default="NONE")
     ap.add_argument("--batch", type=int, default=1)
     ap.add_argument("--repeat", type=int, default=7)
     opts = ap.parse_args()
+    if opts.models is None:
+        opts.models = ",".join(sorted(p.name[len("zoo_"):-len("-symbol.json.gz")]
+                                      for p in opts.zoo.glob("zoo_*-symbol.json.gz")))
     opts.threads = int(os.environ.get("OMP_NUM_THREADS", "2"))
     print(f"Gluon zoo inference, batch {opts.batch}, threads {opts.threads}, median of "
           f"{opts.repeat}, ratio to MXNet 1.9.1 (MXNET_SUBGRAPH_BACKEND=NONE) in alternation:")
