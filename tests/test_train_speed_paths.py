@@ -167,6 +167,8 @@ EDGE_CASES = {
     "fc_no_bias_3d": (_S.FullyConnected(_X, num_hidden=3, no_bias=True, flatten=False),
                       (2, 3, 4)),
     "softmax_axis1": (_S.softmax(_X, axis=1), (2, 3, 4)),
+    "gelu": (_S.LeakyReLU(_X, act_type="gelu"), (3, 7)),
+    "layer_norm_last_axis": (_S.LayerNorm(_X, eps=1e-5), (2, 3, 6)),
     "softmax_output_flat": (_S.SoftmaxOutput(_X, name="so"), (2, 3, 4)),
     "softmax_output_multi": (_S.SoftmaxOutput(_X, multi_output=True, name="so"), (2, 3, 4)),
     "softmax_output_preserve": (_S.SoftmaxOutput(_X, preserve_shape=True, name="so"),
@@ -346,3 +348,28 @@ def test_native_batch_norm_compiled_pass_equals_numpy(shape, axis, is_train, mon
                 rng.standard_normal(arr.shape)
         results.append(exe.forward(is_train=is_train)[0].copy())
     np.testing.assert_array_equal(results[0], results[1])
+
+
+@pytest.mark.parametrize("axis", [-1, 1])
+def test_masked_softmax_variant_matches_native(axis):
+    """softmax with use_length: int32 lengths (as BERT's), a row of length 0 (all zeros),
+    full rows; the backward stays native on the variant's output."""
+    _needs_torch()
+    sym = _S.softmax(_X, _S.Variable("length", dtype="int32"), axis=axis, use_length=True,
+                     name="sm")
+    results = []
+    for backend in ("NONE", "torch"):
+        exe = sym.simple_bind(gx.cpu(), backend=backend, data=(3, 5, 4),
+                              type_dict={"data": "float32", "length": "int32"},
+                              grad_req={"data": "write", "length": "null"})
+        rng = np.random.default_rng(4)
+        exe.arg_dict["data"][...] = rng.standard_normal((3, 5, 4))
+        lengths = {-1: [[0, 1, 4, 2, 3], [4, 4, 1, 2, 3], [2, 0, 0, 1, 4]],
+                   1: [[0, 1, 5, 2], [5, 3, 1, 2], [2, 0, 4, 1]]}[axis]
+        exe.arg_dict["length"][...] = lengths
+        exe.forward(is_train=True)
+        exe.backward(np.ones((3, 5, 4), "f4"))
+        results.append((exe.outputs[0].copy(), exe.grad_dict["data"].copy()))
+    assert "sm" in _marked(exe)
+    for k, (want, got) in enumerate(zip(*results)):
+        _close(got, want, f"masked softmax result {k}")

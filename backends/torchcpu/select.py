@@ -94,28 +94,38 @@ def _rnn(node, shapes) -> str | None:
 
 def _softmax(node, shapes) -> str | None:
     p = node.params
-    if node.op.name == "softmax":
-        if p.use_length:
-            return "use_length (softmax over each row's first entries)"
-        if p.temperature not in (None, 1.0):
-            return f"temperature {p.temperature}"
+    if node.op.name == "softmax" and p.temperature not in (None, 1.0):
+        return f"temperature {p.temperature}"
     return None
+
+
+def _gelu(node, shapes) -> str | None:
+    act = node.params.act_type
+    return None if act == "gelu" else f"act_type {act}"
+
+
+def _layer_norm(node, shapes) -> str | None:
+    axis = node.params.axis
+    return None if axis % len(shapes[0]) == len(shapes[0]) - 1 else f"axis {axis} (not the last)"
 
 
 _RULES = {"FullyConnected": lambda node, shapes: None, "Convolution": _conv,
           "BatchNorm": _batch_norm, "Pooling": _pooling, "Activation": _activation,
-          "RNN": _rnn, "SoftmaxOutput": _softmax, "softmax": _softmax}
+          "RNN": _rnn, "SoftmaxOutput": _softmax, "softmax": _softmax, "LeakyReLU": _gelu,
+          "LayerNorm": _layer_norm}
 
 
 def supported(node, in_shapes: list, dtypes: list) -> str | None:
     """None when the forward ``node`` runs the variant, else why not (every input and output
-    float32 with known shapes, and the op's own rule)."""
+    float32 with known shapes, softmax's lengths aside, and the op's own rule)."""
     rule = _RULES.get(node.op.name) if node.op is not None else None
     if rule is None:
         return "no torch kernel for the op"
     if any(s is None for s in in_shapes) or not in_shapes:
         return "shapes not known"
-    if any(d is None or np.dtype(d) != _F32 for d in dtypes):
+    # softmax's length may have any dtype (MXNet reads it as it is)
+    free = {1} if node.op.name == "softmax" and node.params.use_length else set()
+    if any(d is None or (np.dtype(d) != _F32 and k not in free) for k, d in enumerate(dtypes)):
         return "not float32"
     try:
         return rule(node, in_shapes)
