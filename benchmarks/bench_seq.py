@@ -88,7 +88,8 @@ def worker(opts, sym, shapes: dict, ints: dict, trained: list, tmp: str):
     spec = os.path.join(tmp, "spec.json")
     Path(spec).write_text(json.dumps({"symbol": path, "shapes": shapes, "trained": trained,
                                       "int_inputs": ints}))
-    return MXNetWorker(opts.mxnet, spec, opts.threads)
+    return MXNetWorker(opts.mxnet, spec, opts.threads,
+                       None if opts.mxnet_backend == "default" else opts.mxnet_backend)
 
 
 def report(title: str, times: dict, kinds: dict) -> None:
@@ -154,6 +155,9 @@ def main() -> None:
                     help="inference strategies, separated by ';'")
     ap.add_argument("--train-strategies", default="NONE;fused")
     ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--mxnet-backend", default="NONE",
+                    help="MXNET_SUBGRAPH_BACKEND for MXNet: NONE (its oneDNN kernels, no graph "
+                         "fusion) or 'default' (unset: MXNet's own choice, its oneDNN fusions)")
     opts = ap.parse_args()
     opts.threads = int(os.environ.get("OMP_NUM_THREADS", "2"))
     with tempfile.TemporaryDirectory() as tmp:
