@@ -66,7 +66,7 @@ def compiled_depthwise_runner(xp, x, weight, out, geo):
     (:mod:`.compiled`)
     (padding handled in the loop, no padded copy), or None where it does not apply (no
     numba, not the host, not 2-D). MobileNet v1 0.25's 13 depthwise layers at batch 1:
-    3.3 ms against 6.3-7.5 ms for the numpy offsets (benchmarks/README.md); the same sums
+    1.4 ms against 6.3-7.5 ms for the numpy offsets (benchmarks/README.md); the same sums
     in the same order (no fast-math), 0 where a tap falls in the padding."""
     if xp.__name__ != "numpy" or len(geo.kernel) != 2:
         return None
