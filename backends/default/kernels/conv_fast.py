@@ -28,7 +28,7 @@ __all__ = ["is_depthwise", "depthwise_runner", "compiled_depthwise_runner", "gro
 
 
 #: one image's products of fewer floating-point operations run on one BLAS thread
-SMALL_PRODUCT = 5e7
+SMALL_PRODUCT = 1e7
 
 
 def is_depthwise(p, geo, channels: int, dtype) -> bool:
