@@ -520,19 +520,15 @@ def rnn_backward(call):
     heads = [_t(got["ograd"])]
     if p.state_outputs:
         heads += [_t(got[name]) for name in ("ograd_state", "ograd_statecell")[:ns]]
-    # gradient targets, leaf by leaf: data, each block of the flat vector, the states
-    nb = inputs.num_blocks
-    targets = [[_t(call.outputs[0])], [_t(b) for b in _rnn_blocks(
-        p, call.outputs[1], call.inputs[0].shape[2])], [_t(o) for o in call.outputs[2:2 + ns]]]
-    wanted = [k for k, r in enumerate(call.req[:2 + ns]) if r != "null"]
-    if not wanted:
+    # the gradient of each leaf (data, each block of the flat vector, the states) and the
+    # output it belongs to
+    targets = [call.outputs[0], *_rnn_blocks(p, call.outputs[1], call.inputs[0].shape[2]),
+               *call.outputs[2:2 + ns]]
+    owners = [0] + [1] * inputs.num_blocks + [2 + k for k in range(ns)]
+    pairs = [(i, _t(t)) for i, (t, k) in enumerate(zip(targets, owners))
+             if call.req[k] != "null"]
+    if not pairs:
         return _nothing
-    leaf_ids = {0: [0], 1: list(range(1, 1 + nb))}
-    for k in range(ns):
-        leaf_ids[2 + k] = [1 + nb + k]
-    pairs = [(leaf, (targets[0] if k == 0 else targets[1] if k == 1 else
-                     [targets[2][k - 2]])[j]) for k in wanted
-             for j, leaf in enumerate(leaf_ids[k])]
     state = call.state
 
     def run():
