@@ -1,7 +1,9 @@
-"""The ``torch`` kernel variants: Convolution, BatchNorm, Pooling and relu, forward and
-backward, run by PyTorch's CPU operators (oneDNN convolutions, the same library MXNet 1.9.1's
-CPU backend calls), and FullyConnected (MKL's sgemm, whose threads wait passively where
-OpenBLAS's spin against PyTorch's), on the executor's own arrays.
+"""The ``torch`` kernel variants, on the executor's own arrays: Convolution, BatchNorm,
+Pooling, relu and RNN, forward and backward, run by PyTorch's CPU operators (oneDNN's
+convolutions and LSTM, the library MXNet 1.9.1's CPU backend calls); the forward of softmax
+(SoftmaxOutput, masked softmax), gelu and LayerNorm by ATen's vectorised kernels; and
+FullyConnected by numpy's OpenBLAS split across the kernel's own threads (MKL's sgemm, what
+PyTorch would use, ran at half its speed on the AMD machines measured).
 
 Each factory wraps the bound numpy arrays as tensors once (``torch.from_numpy`` shares their
 memory) and calls the ATen operator; results are copied into the planned output arrays. The
@@ -10,7 +12,8 @@ hold the batch mean and the inverse standard deviation and its backward moves th
 statistics, fix_gamma counts gamma as 1 (and resets the array, as MXNet); max pooling's
 hidden workspace holds each window's argmax (here as the flat input index PyTorch gives,
 read only by this variant's backward: the pass gives a backward node the forward node's
-kernel). Which nodes qualify is :func:`supported` (``select.py``).
+kernel); RNN's training forward keeps PyTorch's autograd graph in the node's kernel state,
+which its backward node shares. Which nodes qualify is :func:`supported` (``select.py``).
 """
 from __future__ import annotations
 
