@@ -25,7 +25,8 @@ from opcases import all_cases  # noqa: E402
 from refcase_replay import Replay, case_names, load_case, tolerance  # noqa: E402
 
 import graphexec as gx  # noqa: E402
-from graphexec.backends.fused import cache, sources, subgraph  # noqa: E402
+from graphexec.backends.fused import sources, subgraph  # noqa: E402
+from graphexec.core.runtime import jit_cache as cache  # noqa: E402
 from graphexec.backends.fused.codegen import FusedCodegenError, generate  # noqa: E402
 from graphexec.backends.fused.ops import FORWARD  # noqa: E402
 from graphexec.core.ir.errors import GraphexecError  # noqa: E402
@@ -349,7 +350,7 @@ def test_kernel_modules_are_written_once_and_shared(tmp_path, monkeypatch):
     exe = y.simple_bind(gx.cpu(), grad_req="null", backend="fused", x=(6,))
     exe.forward()
     (key, module), = cache.MODULES.items()
-    path = tmp_path / "fused" / f"fk_{key}.py"
+    path = tmp_path / "jit" / f"fk_{key}.py"
     assert path.read_text() == sources(exe)["fused_subgraph0"]
     z = S.Variable("z")
     renamed = S.exp(z, name="other") * 0.25 - z

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import graphexec as gx
-from graphexec.backends.fused import cache
+from graphexec.core.runtime import jit_cache as cache
 
 pytest.importorskip("numba")
 
@@ -44,15 +44,15 @@ def _run_fused():
 def test_folders_are_created_private(tmp_path, monkeypatch, fresh):
     monkeypatch.setenv("GRAPHEXEC_CACHE_DIR", str(tmp_path / "new"))
     folder = cache.cache_dir()
-    assert folder == tmp_path / "new" / "fused"
+    assert folder == tmp_path / "new" / "jit"
     assert _mode(folder) == 0o700 and _mode(folder / "__pycache__") == 0o700
 
 
 @pytest.mark.parametrize("sub", ["", "__pycache__"])
 def test_a_folder_others_can_write_is_refused(tmp_path, monkeypatch, fresh, sub):
     monkeypatch.setenv("GRAPHEXEC_CACHE_DIR", str(tmp_path))
-    (tmp_path / "fused" / "__pycache__").mkdir(parents=True)
-    os.chmod(tmp_path / "fused" / sub, 0o777)
+    (tmp_path / "jit" / "__pycache__").mkdir(parents=True)
+    os.chmod(tmp_path / "jit" / sub, 0o777)
     with pytest.warns(RuntimeWarning, match=r"is writable by others \(mode 777\).*compiled in "
                                             r"memory"):
         assert cache.cache_dir() is None
@@ -73,7 +73,7 @@ def test_a_folder_inside_one_others_can_write_is_refused(tmp_path, monkeypatch, 
     with pytest.warns(RuntimeWarning, match=f"lies in {shared}, writable by others"):
         assert cache.cache_dir() is None
     os.chmod(shared, 0o1777)  # sticky, as /tmp: only the owner may rename its entries
-    assert cache.cache_dir() == shared / "cache" / "fused"
+    assert cache.cache_dir() == shared / "cache" / "jit"
 
 
 def test_numba_cache_dir_is_checked_too(tmp_path, monkeypatch, fresh):
@@ -95,7 +95,7 @@ def _temp_fallback(tmp_path, monkeypatch):
     temp.mkdir()
     os.chmod(temp, 0o1777)
     monkeypatch.setattr("tempfile.tempdir", str(temp))
-    return temp / f"graphexec-fused-{os.getuid()}"
+    return temp / f"graphexec-jit-{os.getuid()}"
 
 
 def test_the_temporary_fallback_is_created_private(tmp_path, monkeypatch, fresh):
@@ -126,7 +126,7 @@ def test_a_planted_pickle_never_runs(tmp_path, monkeypatch, fresh, fused_kernel_
     (module,) = cache.MODULES.values()
     names = [p.name for p in cache._numba_files(module)]
     assert names and all(n.endswith((".nbi", ".nbc")) for n in names)
-    planted = tmp_path / "evil" / "fused"
+    planted = tmp_path / "evil" / "jit"
     (planted / "__pycache__").mkdir(parents=True)
     shutil.copy(module.__file__, planted)
     marker = tmp_path / "pwned"
@@ -166,7 +166,7 @@ def test_a_corrupt_cache_file_is_replaced_once(tmp_path, monkeypatch, fresh):
 def test_a_module_file_that_differs_from_its_name_is_rewritten(tmp_path, monkeypatch, fresh):
     monkeypatch.setenv("GRAPHEXEC_CACHE_DIR", str(tmp_path))
     source = '"""k"""\nvalue = 1\n'
-    path = tmp_path / "fused" / f"fk_{cache.source_key(source)}.py"
+    path = tmp_path / "jit" / f"fk_{cache.source_key(source)}.py"
     path.parent.mkdir(mode=0o700)
     path.write_text("import os\nvalue = 2\n")
     with pytest.warns(RuntimeWarning, match="does not hold the kernel its name promises"):

@@ -21,7 +21,7 @@ import numpy as np
 from graphexec.core.ir.errors import GraphexecError
 from graphexec.core.passes.inference import dtype_seeds, run_inference, shape_seeds
 
-from .cache import CACHE_OPTION, source_key
+from graphexec.core.runtime.jit_cache import CACHE_OPTION, source_key
 from .cost import FUSED_NS, NS_PER_BYTE
 from .ops import FORWARD
 from .ops_grad import BACKWARD

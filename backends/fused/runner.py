@@ -21,7 +21,7 @@ import numpy as np
 from graphexec.core.subgraph import RegionCall
 from graphexec.core.subgraph.select import verbosity
 
-from .cache import compile_cached, load_module
+from graphexec.core.runtime.jit_cache import compile_cached, load_module
 from .codegen import Kernel, Operand, generate
 from .cost import machine_busy, threads_for
 

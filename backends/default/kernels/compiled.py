@@ -1,8 +1,11 @@
 """Loops compiled by numba where numpy needs many passes over the data: an optional path of
 the native kernels (numba is the ``fused`` extra's dependency). :func:`compiled` gives the
 compiled function, or None without numba: the kernels then run their numpy code, which
-computes the same sums in the same order (no fast-math). Each loop compiles once per process
-and signature at its first use (about a second).
+computes the same sums in the same order (no fast-math). The loops' source goes through the
+compiled-kernel cache (:mod:`graphexec.core.runtime.jit_cache`: a private folder, numba's
+disk cache beside it), and :func:`prepare` compiles a loop for its arguments' types when a
+kernel is created: 1-3 s the first time on a machine, a fraction of that in later
+processes.
 
 - ``depthwise``: a 2-D depthwise convolution (``conv_fast.compiled_depthwise_runner``);
 - ``channel_affine``: out = x * scale[c] + shift[c] over (N, C, rest), BatchNorm with given
@@ -10,9 +13,11 @@ and signature at its first use (about a second).
 """
 from __future__ import annotations
 
+import inspect
+
 import numpy as np
 
-__all__ = ["compiled"]
+__all__ = ["compiled", "prepare"]
 
 
 def _depthwise_loops(x, w, out, kh, kw, sh, sw, dh, dw, ph, pw):  # pragma: no cover - numba's
@@ -115,22 +120,43 @@ def _channel_affine(x, scale, shift, out):  # pragma: no cover - numba's
                 dst[i] = src[i] * s + t
 
 
-_LOOPS = {"depthwise": _depthwise_loops, "channel_affine": _channel_affine}
-#: the functions a loop calls, compiled first (numba resolves them as this module's globals)
-_HELPERS = {"depthwise": ("_depthwise_flat",)}
-_COMPILED: dict = {}
+#: the compiled functions, in the order the generated module defines them (a loop calls
+#: the ones before it)
+_FUNCTIONS = (_depthwise_flat, _depthwise_loops, _channel_affine)
+_LOOPS = {"depthwise": "_depthwise_loops", "channel_affine": "_channel_affine"}
+_MODULE: list = []
+
+
+def _source() -> str:
+    from graphexec.core.runtime.jit_cache import CACHE_OPTION
+    parts = ["import numpy as np", "from numba import njit"]
+    for fn in _FUNCTIONS:
+        parts += ["", "", f"@njit({CACHE_OPTION}, nogil=True)", inspect.getsource(fn).rstrip()]
+    return "\n".join(parts) + "\n"
+
+
+def _module():
+    if not _MODULE:
+        try:
+            import numba  # noqa: F401 - only whether it is there
+        except ImportError:
+            _MODULE.append(None)
+        else:
+            from graphexec.core.runtime.jit_cache import load_module
+            _MODULE.append(load_module(_source()))
+    return _MODULE[0]
 
 
 def compiled(name: str):
     """The numba-compiled loop ``name`` (a key of the module's list), or None without numba."""
-    if name not in _COMPILED:
-        try:
-            from numba import njit
-        except ImportError:
-            _COMPILED[name] = None
-        else:
-            for helper in _HELPERS.get(name, ()):
-                if not hasattr(globals()[helper], "py_func"):
-                    globals()[helper] = njit(nogil=True)(globals()[helper])
-            _COMPILED[name] = njit(nogil=True)(_LOOPS[name])
-    return _COMPILED[name]
+    module = _module()
+    return None if module is None else getattr(module, _LOOPS[name])
+
+
+def prepare(name: str, *args) -> None:
+    """Compile the loop ``name`` for the types of ``args`` now (from numba's disk cache when an
+    earlier process compiled it), not at its first call."""
+    import numba
+
+    from graphexec.core.runtime.jit_cache import compile_cached
+    compile_cached(compiled(name), tuple(numba.typeof(a) for a in args), _module())

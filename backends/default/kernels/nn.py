@@ -12,7 +12,7 @@ import numpy as np
 from graphexec.core.ops.nn import SELU_ALPHA, SELU_LAMBDA
 
 from .base import bound_by_scalar, cast_scalar, kernel, special
-from .compiled import compiled
+from .compiled import compiled, prepare
 
 __all__ = ["reshaper", "work_dtype", "matmul_into", "softmax_fn"]
 
@@ -308,6 +308,8 @@ def _compiled_affine(xp, x, out, axis: int, dtype):
         return None
     shape = (math.prod(x.shape[:axis]), x.shape[axis], math.prod(x.shape[axis + 1:]))
     x3, out3 = x.reshape(shape), out.reshape(shape)
+    stats = np.empty(shape[1], dtype)  # scale and shift are fresh arrays of this type
+    prepare("channel_affine", x3, stats, stats, out3)
     return lambda scale, shift: loop(x3, scale, shift, out3)
 
 

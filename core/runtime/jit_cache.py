@@ -1,9 +1,10 @@
-"""Where generated kernels live: each source is written once to a module file named by its
-hash in the cache folder and imported from there, so numba's own cache (``cache=True``,
+"""Where numba-compiled kernels live (the fused backend's generated kernels, the native
+kernels' compiled loops): each source is written once to a module file named by its hash in
+the cache folder and imported from there, so numba's own cache (``cache=True``,
 ``__pycache__`` beside the file) keeps the compiled machine code across processes.
 
-The folder is ``$GRAPHEXEC_CACHE_DIR/fused`` when that variable is set, else
-``$XDG_CACHE_HOME/graphexec/fused`` (``~/.cache/graphexec/fused``); when it cannot be created,
+The folder is ``$GRAPHEXEC_CACHE_DIR/jit`` when that variable is set, else
+``$XDG_CACHE_HOME/graphexec/jit`` (``~/.cache/graphexec/jit``); when it cannot be created,
 a per-user folder under the system's temporary directory. Files are written to a temporary
 name and renamed into place, so concurrent processes never read a partial module; a file
 whose content does not match its name is rewritten.
@@ -37,7 +38,7 @@ from typing import Any
 __all__ = ["cache_dir", "load_module", "compile_cached", "source_key", "unsafe_reason",
            "MODULES", "CACHE_OPTION"]
 
-log = logging.getLogger("graphexec.fused")
+log = logging.getLogger("graphexec.jit")
 
 #: loaded kernel modules by source hash (one per distinct source in this process)
 MODULES: dict[str, ModuleType] = {}
@@ -52,15 +53,15 @@ def cache_dir() -> Path | None:
     None when no private folder is available (kernels are then compiled in memory)."""
     root = os.environ.get("GRAPHEXEC_CACHE_DIR")
     if root:
-        folder = Path(root) / "fused"
+        folder = Path(root) / "jit"
     else:
         base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-        folder = Path(base) / "graphexec" / "fused"
+        folder = Path(base) / "graphexec" / "jit"
     try:
         _make_private(folder)
     except OSError as exc:
-        fallback = Path(tempfile.gettempdir()) / f"graphexec-fused-{_uid()}"
-        log.info("fused kernel cache %s cannot be created (%s); using %s", folder,
+        fallback = Path(tempfile.gettempdir()) / f"graphexec-jit-{_uid()}"
+        log.info("compiled kernel cache %s cannot be created (%s); using %s", folder,
                  exc.strerror, fallback)
         folder = fallback
         try:
@@ -119,8 +120,8 @@ def unsafe_reason(folder: Path) -> str | None:
 def _refuse(folder: Path, why: str) -> None:
     if (folder, why) not in _WARNED:
         _WARNED.add((folder, why))
-        warnings.warn(f"fused kernel cache: {folder} {why}; a folder others can write could "
-                      f"make this process run their code, so fused kernels are compiled in "
+        warnings.warn(f"compiled kernel cache: {folder} {why}; a folder others can write could "
+                      f"make this process run their code, so kernels are compiled in "
                       f"memory instead (not cached across processes). Point "
                       f"GRAPHEXEC_CACHE_DIR at a folder only you can write.", RuntimeWarning,
                       stacklevel=4)
@@ -140,7 +141,7 @@ def load_module(source: str) -> ModuleType:
         module = MODULES.get(key)
         if module is None:
             folder = cache_dir()
-            name = f"graphexec_fused_{key}"
+            name = f"graphexec_jit_{key}"
             module = _in_memory(name, source) if folder is None else \
                 _from_file(folder, name, source, key)
             MODULES[key] = module
@@ -162,7 +163,7 @@ def _from_file(folder: Path, name: str, source: str, key: str) -> ModuleType:
 
 def _in_memory(name: str, source: str) -> ModuleType:
     module = ModuleType(name)
-    code = compile(source.replace(CACHE_OPTION, "cache=False"), f"<fused kernel {name}>",
+    code = compile(source.replace(CACHE_OPTION, "cache=False"), f"<compiled kernel {name}>",
                    "exec")
     exec(code, module.__dict__)  # noqa: S102 - graphexec's own generated source
     return module
@@ -184,7 +185,7 @@ def compile_cached(fn: Any, signature: tuple, module: ModuleType) -> None:
     for path in stale:
         path.unlink(missing_ok=True)
     fn.compile(signature)
-    warnings.warn(f"fused kernel cache: {', '.join(p.name for p in stale)} in {stale[0].parent} "
+    warnings.warn(f"compiled kernel cache: {', '.join(p.name for p in stale)} in {stale[0].parent} "
                   f"could not be loaded ({type(first).__name__}: {first}); deleted and "
                   f"compiled again", RuntimeWarning, stacklevel=3)
 
@@ -208,7 +209,7 @@ def _write(path: Path, source: str) -> Path:
     if current == source:
         return path
     if current is not None:
-        warnings.warn(f"fused kernel cache: {path} does not hold the kernel its name promises; "
+        warnings.warn(f"compiled kernel cache: {path} does not hold the kernel its name promises; "
                       f"rewritten", RuntimeWarning, stacklevel=4)
     tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     tmp.write_text(source)
