@@ -78,6 +78,42 @@ def bench_fit(mxnet: str, rounds: int, threads: int, backends: list[str]) -> Non
                       f"{' '.join(f'{t:.3f}' for t in times['mxnet'])}]")
 
 
+def parallelism() -> float:
+    """How many single-thread processes this machine runs at once at full speed (~1-2)."""
+    code = ("import numpy as np, time\na = np.ones((500, 500), 'f4')\nt = time.time()\n"
+            "for _ in range(80): a @ a\nprint(time.time() - t)")
+    env = dict(os.environ, OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+    alone = float(subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                                 text=True).stdout)
+    pair = [subprocess.Popen([sys.executable, "-c", code], env=env, stdout=subprocess.PIPE,
+                             text=True) for _ in range(2)]
+    both = max(float(p.communicate()[0]) for p in pair)
+    return 2 * alone / both
+
+
+def bench_dist(rounds: int) -> None:
+    mpiexec = shutil.which("mpiexec", path=str(Path(sys.executable).parent)) or \
+        shutil.which("mpiexec")
+    if mpiexec is None:
+        print("dist_sync: no mpiexec (pip install graphexec[dist])")
+        return
+    cores = parallelism()
+    print(f"dist_sync LeNet throughput, 1 thread per process, {rounds} rounds "
+          f"(this machine runs {cores:.2f} single-thread processes at once now):")
+    args = ["--network", "lenet", "--num-epoch", "3", "--num-train", "6000",
+            "--kvstore", "dist_sync"]
+    times: dict[int, list[float]] = {1: [], 2: []}
+    for _ in range(rounds):
+        for n in (1, 2):
+            out = run([mpiexec, "-n", str(n), sys.executable, str(SCRIPT), *args],
+                      SCRIPT.parent, 1)
+            times[n] += epoch_times(out)[:2]  # one worker's lines (both log the same epochs)
+    one, two = (statistics.median(times[n]) for n in (1, 2))
+    print(f"  1 process: {6000 / one:8.1f} samples/s   2 processes: {6000 / two:8.1f} "
+          f"samples/s   speed-up {one / two:.2f}x (goal >= 1.6x; {one / two / cores:.2f} of "
+          f"what the free cores allow)")
+
+
 if __name__ == "__main__":
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--mxnet", help="python of a venv with mxnet==1.9.1 (for the fit ratio)")

@@ -7,7 +7,7 @@ Prints each model's ratio and their geometric mean; the goal: NONE <= 1.2x MXNet
 geometric mean, no model over 1.5x.
 
 Run: OMP_NUM_THREADS=2 python benchmarks/bench_zoo_native.py --mxnet /path/to/mxvenv/bin/python
-     [--models resnet18_v1,mobilenet0.25] [--strategies "NONE;torch"] [--batch 1]
+     [--models resnet18_v1,mobilenet0.25] [--zoo DIR] [--strategies "NONE;torch"] [--batch 1]
 """
 from __future__ import annotations
 

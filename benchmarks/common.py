@@ -89,22 +89,21 @@ SETTLE = 0.3
 
 
 def alternating_medians(fns: dict[str, Callable[[], object]], worker: "MXNetWorker | None",
-                        kinds: dict[str, str], repeat: int,
-                        settle: float = SETTLE) -> dict[str, float]:
+                        kinds: dict[str, str], repeat: int) -> dict[str, float]:
     """Median seconds of each graphexec function and, with a worker, of MXNet's call of the
     kind ``kinds`` names for it (key ``mxnet <kind>``), all taken in turn, each after
-    ``settle`` idle seconds."""
+    :data:`SETTLE` idle seconds."""
     times: dict[str, list[float]] = {k: [] for k in fns}
     if worker is not None:
         times.update({f"mxnet {k}": [] for k in set(kinds.values())})
     for _ in range(repeat):
         for name, fn in fns.items():
-            time.sleep(settle)
+            time.sleep(SETTLE)
             t0 = time.perf_counter()
             fn()
             times[name].append(time.perf_counter() - t0)
         if worker is not None:
             for kind in sorted(set(kinds.values())):
-                time.sleep(settle)
+                time.sleep(SETTLE)
                 times[f"mxnet {kind}"].append(worker.time(kind))
     return {k: statistics.median(v) for k, v in times.items()}

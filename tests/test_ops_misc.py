@@ -55,7 +55,8 @@ def test_case_matches_mxnet(name):
     for k, got in enumerate(outs):
         want = ARRAYS[f"{name}/out{k}"]
         assert got.shape == want.shape and got.dtype == want.dtype, (k, got.shape, got.dtype)
-        np.testing.assert_allclose(got, want, **floored_tolerance(case), err_msg=f"{name} output {k}")
+        np.testing.assert_allclose(got, want, **floored_tolerance(case),
+                                   err_msg=f"{name} output {k}")
     if not grads:
         return
     heads = [ARRAYS[f"{name}/hg{k}"] for k in range(len(outs))] if case["head_grads"] else None
@@ -65,7 +66,8 @@ def test_case_matches_mxnet(name):
     for i in case["inputs"]:
         if i["name"] in grads and name not in UNDEFINED_GRAD:
             np.testing.assert_allclose(exe.grad_dict[i["name"]],
-                                       ARRAYS[f"{name}/grad{i['name'][2:]}"], **floored_tolerance(case),
+                                       ARRAYS[f"{name}/grad{i['name'][2:]}"],
+                                       **floored_tolerance(case),
                                        err_msg=f"{name} gradient of {i['name']}")
 
 

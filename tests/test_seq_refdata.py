@@ -78,14 +78,16 @@ def test_case_matches_mxnet(name):
         key = f"{name}/tout{k}" if train and f"{name}/tout{k}" in ARRAYS else f"{name}/out{k}"
         want = ARRAYS[key]
         assert got.shape == want.shape and got.dtype == want.dtype, (k, got.shape, got.dtype)
-        np.testing.assert_allclose(got, want, **floored_tolerance(case), err_msg=f"{name} output {k}")
+        np.testing.assert_allclose(got, want, **floored_tolerance(case),
+                                   err_msg=f"{name} output {k}")
     if not grads:
         return
     exe.backward([ARRAYS[f"{name}/hg{k}"] for k in range(len(outs))])
     for k, i in enumerate(case["inputs"]):
         if i["name"] in grads:
             np.testing.assert_allclose(exe.grad_dict[i["name"]], ARRAYS[f"{name}/grad{k}"],
-                                       **floored_tolerance(case), err_msg=f"{name} gradient of input {k}")
+                                       **floored_tolerance(case),
+                                       err_msg=f"{name} gradient of input {k}")
 
 
 @pytest.mark.parametrize("name", [n for n in CASES if "infer_shape" in META["cases"][n]

@@ -73,7 +73,8 @@ def test_case_matches_mxnet(name):
     for k, i in enumerate(case["inputs"]):
         if i["name"] in grads:
             np.testing.assert_allclose(exe.grad_dict[i["name"]], ARRAYS[f"{name}/grad{k}"],
-                                       **floored_tolerance(case), err_msg=f"{name} gradient of input {k}")
+                                       **floored_tolerance(case),
+                                       err_msg=f"{name} gradient of input {k}")
 
 
 @pytest.mark.parametrize("name", [n for n in CASES

@@ -1,7 +1,8 @@
 """The ``torch`` strategy: the native executor with PyTorch's CPU kernels for convolutions,
 BatchNorm, pooling, relu and RNN, forward and backward (oneDNN's convolutions and LSTM, as
-MXNet 1.9.1's CPU backend), and for the forward of softmax, gelu and LayerNorm. An optional plugin: PyTorch is not a dependency of graphexec (``pip install torch``,
-the CPU wheel: ~190 MB, BSD-3-Clause; or ``graphexec[torch]``).
+MXNet 1.9.1's CPU backend), and for the forward of softmax, gelu and LayerNorm. An optional
+plugin: PyTorch is not a dependency of graphexec (``pip install torch``, the CPU wheel:
+~190 MB, BSD-3-Clause; or ``graphexec[torch]``).
 
 ``backend="torch"`` (``MXNET_SUBGRAPH_BACKEND=torch``) at bind, for training or inference::
 

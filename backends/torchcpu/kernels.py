@@ -282,38 +282,28 @@ def _fc_rows(p, x, w) -> tuple[int, int]:
     return rows, w.shape[1]
 
 
-def _split_rows(out, fn) -> None:
-    """``fn(r0, r1)`` for row ranges of ``out``, one per BLAS thread, each on its own thread
-    with BLAS on one thread (:mod:`graphexec.core.runtime.blas_threads`)."""
-    from graphexec.core.runtime.blas_threads import MIN_ROWS, run_parts, split
-    run_parts(np, split(np, out.shape[0], MIN_ROWS), lambda j, r0, r1, sync: fn(r0, r1))
-
-
 @_kernel("FullyConnected")
 def fully_connected(call):
     """out = data (flattened to 2-D, or over its last axis) @ weight.T + bias by numpy's
     OpenBLAS (1.8-2.9x faster than MKL's sgemm through PyTorch on this AMD machine at every
-    size measured), the rows split across threads that each run BLAS on one thread, the bias
-    added by each to its rows: OpenBLAS's own idle threads spin for a while after a call,
-    taking the cores PyTorch's next kernels need (ATen's softmax right after a 1120 x 10000
-    product: 48 ms against 28 ms, benchmarks/README.md)."""
+    size measured), the rows split across threads that each run BLAS on one thread
+    (:func:`~graphexec.core.runtime.blas_threads.matmul_rows`): OpenBLAS's own idle threads
+    spin for a while after a call, taking the cores PyTorch's next kernels need (ATen's
+    softmax right after a 1120 x 10000 product: 48 ms against 28 ms, benchmarks/README.md)."""
+    from graphexec.core.runtime.blas_threads import matmul_rows
     p = call.params
     rows, k = _fc_rows(p, call.inputs[0], call.inputs[1])
     x, wt = call.inputs[0].reshape(rows, k), call.inputs[1].T
     out = call.outputs[0].reshape(rows, p.num_hidden)
     bias = None if p.no_bias else call.inputs[2]
-
-    def part(r0, r1):
-        np.matmul(x[r0:r1], wt, out=out[r0:r1])
-        if bias is not None:
-            np.add(out[r0:r1], bias, out=out[r0:r1])
-    return lambda: _split_rows(out, part)
+    return lambda: matmul_rows(np, x, wt, out, bias=bias)
 
 
 @_kernel("_backward_FullyConnected")
 def fully_connected_backward(call):
     """dX = dY @ W and dW = dY^T @ X, each split by its rows as the forward product; db the
     sum of dY over rows."""
+    from graphexec.core.runtime.blas_threads import matmul_rows
     p = call.params
     rows, k = _fc_rows(p, call.inputs[1], call.inputs[2])
     og = call.inputs[0].reshape(rows, p.num_hidden)
@@ -321,12 +311,10 @@ def fully_connected_backward(call):
     steps = []
     if call.req[0] != "null":
         dx = call.outputs[0].reshape(rows, k)
-        steps.append(lambda: _split_rows(dx, lambda r0, r1: np.matmul(og[r0:r1], w,
-                                                                       out=dx[r0:r1])))
+        steps.append(lambda: matmul_rows(np, og, w, dx))
     if call.req[1] != "null":
-        dw, ogt = call.outputs[1], og.T
-        steps.append(lambda: _split_rows(dw, lambda r0, r1: np.matmul(ogt[r0:r1], x,
-                                                                       out=dw[r0:r1])))
+        dw = call.outputs[1]
+        steps.append(lambda: matmul_rows(np, og.T, x, dw))
     if not p.no_bias and call.req[2] != "null":
         db = call.outputs[2]
         steps.append(lambda: np.add.reduce(og, axis=0, out=db))
@@ -360,7 +348,6 @@ def relu_backward(call):
     def run():
         aten.threshold_backward.grad_input(og, y, 0, grad_input=dx)
     return run
-
 
 
 # -- forward-only variants: softmax, gelu, LayerNorm (their backward kernels stay native) ----
@@ -461,20 +448,19 @@ class _RnnInputs:
                         *(_t(s) for s in states)]
         self.num_blocks = len(self.tensors) - 1 - len(states)
 
+    def _run(self, tensors: list, train: bool) -> tuple:
+        nb = self.num_blocks
+        return _rnn_run(self.p, tensors[0], tensors[1:1 + nb], tensors[1 + nb:], train)
+
     def record(self) -> tuple:
         """(leaves, results) of a forward recorded for autograd."""
-        torch = load_torch()
         leaves = [t.detach().requires_grad_() for t in self.tensors]
-        nb = self.num_blocks
-        with torch.enable_grad():
-            results = _rnn_run(self.p, leaves[0], leaves[1:1 + nb], leaves[1 + nb:], True)
-        return leaves, results
+        with load_torch().enable_grad():
+            return leaves, self._run(leaves, True)
 
     def infer(self) -> tuple:
-        nb = self.num_blocks
         with load_torch().no_grad():
-            return _rnn_run(self.p, self.tensors[0], self.tensors[1:1 + nb],
-                            self.tensors[1 + nb:], False)
+            return self._run(self.tensors, False)
 
 
 def _num_states(p) -> int:

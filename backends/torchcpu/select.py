@@ -109,6 +109,10 @@ def _layer_norm(node, shapes) -> str | None:
     return None if axis % len(shapes[0]) == len(shapes[0]) - 1 else f"axis {axis} (not the last)"
 
 
+#: op -> the inputs its variant takes in any dtype (softmax's lengths: MXNet reads them as
+#: they are)
+_ANY_DTYPE = {"softmax": lambda p: (1,) if p.use_length else ()}
+
 _RULES = {"FullyConnected": lambda node, shapes: None, "Convolution": _conv,
           "BatchNorm": _batch_norm, "Pooling": _pooling, "Activation": _activation,
           "RNN": _rnn, "SoftmaxOutput": _softmax, "softmax": _softmax, "LeakyReLU": _gelu,
@@ -117,14 +121,14 @@ _RULES = {"FullyConnected": lambda node, shapes: None, "Convolution": _conv,
 
 def supported(node, in_shapes: list, dtypes: list) -> str | None:
     """None when the forward ``node`` runs the variant, else why not (every input and output
-    float32 with known shapes, softmax's lengths aside, and the op's own rule)."""
+    float32 with known shapes, but the inputs of :data:`_ANY_DTYPE`, and the op's own
+    rule)."""
     rule = _RULES.get(node.op.name) if node.op is not None else None
     if rule is None:
         return "no torch kernel for the op"
     if any(s is None for s in in_shapes) or not in_shapes:
         return "shapes not known"
-    # softmax's length may have any dtype (MXNet reads it as it is)
-    free = {1} if node.op.name == "softmax" and node.params.use_length else set()
+    free = _ANY_DTYPE.get(node.op.name, lambda p: ())(node.params)
     if any(d is None or (np.dtype(d) != _F32 and k not in free) for k, d in enumerate(dtypes)):
         return "not float32"
     try:

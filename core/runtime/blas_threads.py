@@ -113,14 +113,17 @@ def run_parts(xp, parts: list[tuple[int, int]], fn: Callable) -> None:
             raise (first or errors)[0]
 
 
-def matmul_rows(xp, a, b, out, accumulate: bool = False) -> None:
-    """out (+)= a @ b (2-D), the rows split across threads with BLAS on one thread each:
-    the kernels that also run many small products keep OpenBLAS's own threads out of the
-    way (its idle threads spin for a while after a call; on a loaded machine they took the
-    core a part thread was waiting for)."""
+def matmul_rows(xp, a, b, out, accumulate: bool = False, bias=None) -> None:
+    """out (+)= a @ b (2-D) (+ ``bias``, added by each part to its rows while they are in
+    cache), the rows split across threads with BLAS on one thread each: the kernels that
+    also run many small products keep OpenBLAS's own threads out of the way (its idle
+    threads spin for a while after a call; on a loaded machine they took the core a part
+    thread was waiting for)."""
     def part(j, r0, r1, sync):
         if accumulate:
             out[r0:r1] += xp.matmul(a[r0:r1], b)
         else:
             xp.matmul(a[r0:r1], b, out=out[r0:r1])
+        if bias is not None:
+            xp.add(out[r0:r1], bias, out=out[r0:r1])
     run_parts(xp, split(xp, a.shape[0], MIN_ROWS), part)

@@ -6,8 +6,9 @@ from __future__ import annotations
 import math
 from functools import partial
 
-from .base import cast_scalar, kernel
 from graphexec.core.runtime.blas_threads import run_parts, split
+
+from .base import cast_scalar, kernel
 from .nn import matmul_into
 
 #: the fewest products worth a thread of their own

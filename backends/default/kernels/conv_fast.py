@@ -20,12 +20,12 @@ from __future__ import annotations
 import numpy as np
 
 from graphexec.core.runtime.blas_threads import run_parts, serial_blas, split
+
 from .compiled import compiled, prepare
 from .nn import reshaper
 
 __all__ = ["is_depthwise", "depthwise_runner", "compiled_depthwise_runner", "grouped_matmul",
            "offsets_applicable", "offsets_layout", "offsets_runner"]
-
 
 #: one image's products of fewer floating-point operations run on one BLAS thread
 SMALL_PRODUCT = 1e7
@@ -64,9 +64,10 @@ def depthwise_runner(xp, weight, out, slices: list, source, scratch):
 def compiled_depthwise_runner(xp, x, weight, out, geo):
     """The run function of a 2-D depthwise Convolution through numba's compiled loop
     (:mod:`.compiled`, compiled now for these arrays), padding handled in the loop (no padded
-    copy), or None where it does not apply (no numba, not the host, not 2-D). MobileNet v1 0.25's 13 depthwise layers at batch 1:
-    1.4 ms against 6.3-7.5 ms for the numpy offsets (benchmarks/README.md); the same sums
-    in the same order (no fast-math), 0 where a tap falls in the padding."""
+    copy), or None where it does not apply (no numba, not the host, not 2-D). MobileNet v1
+    0.25's 13 depthwise layers at batch 1: 1.4 ms against 6.3-7.5 ms for the numpy offsets
+    (benchmarks/README.md); the same sums in the same order (no fast-math), 0 where a tap
+    falls in the padding."""
     if xp.__name__ != "numpy" or len(geo.kernel) != 2:
         return None
     loop = compiled("depthwise")

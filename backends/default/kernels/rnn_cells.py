@@ -19,8 +19,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .base import special
 from graphexec.core.runtime.blas_threads import matmul_rows, run_parts, split
+
+from .base import special
 
 __all__ = ["Direction", "CELLS"]
 
@@ -60,8 +61,7 @@ class Direction:
         xp, gates = self.xp, self.res["gates"]
         t, n, width = self.x.shape
         matmul_rows(xp, self.x.reshape(t * n, width), self.w["i2h_weight"].T,
-                    gates.reshape(t * n, -1))
-        xp.add(gates, bias, out=gates)
+                    gates.reshape(t * n, -1), bias=bias)
         return gates
 
     def shifted(self, seq, first):

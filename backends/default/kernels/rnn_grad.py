@@ -5,9 +5,9 @@ which (through the dropout mask) is the output gradient of the layer below."""
 from __future__ import annotations
 
 from graphexec.core.ops.rnn import backward_inputs
+from graphexec.core.runtime.blas_threads import matmul_rows
 
 from .base import kernel
-from graphexec.core.runtime.blas_threads import matmul_rows
 from .rnn import RnnLayout
 
 
