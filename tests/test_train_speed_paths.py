@@ -327,27 +327,57 @@ def test_rnn_configurations_the_variant_leaves_native():
         assert why.split()[0] in exe.partition_plan.nodes["r"].reason
 
 
+def _batch_norm_results(shape, axis, is_train, dtype, **params):
+    """Output, gradients of data, gamma and beta, moving statistics after one forward and
+    backward of a BatchNorm (times a weight, so the head gradient is not uniform), natively."""
+    sym = gx.sym.BatchNorm(gx.sym.Variable("x"), axis=axis, name="bn", **params) * \
+        gx.sym.Variable("w")
+    exe = sym.simple_bind(gx.cpu(), type_dict={"x": dtype, "w": dtype}, x=shape, w=shape,
+                          grad_req={"x": "write", "w": "null", "bn_gamma": "write",
+                                    "bn_beta": "write"})
+    rng = np.random.default_rng(3)
+    for name, arr in list(exe.arg_dict.items()) + list(exe.aux_dict.items()):
+        # data off zero (mean 4, std 3): the variance's two passes matter
+        arr[...] = rng.uniform(0.5, 1.5, arr.shape) if name.endswith("var") else \
+            rng.standard_normal(arr.shape) * 3 + (4 if name == "x" else 0)
+    exe.forward(is_train=is_train)
+    exe.backward(np.ones(shape, dtype))
+    return [exe.outputs[0].copy(), *(exe.grad_dict[k].copy() for k in ("x", "bn_gamma",
+            "bn_beta")), *(exe.aux_dict[k].copy() for k in ("bn_moving_mean", "bn_moving_var"))]
+
+
+_BN_CASES = {"nchw": ((2, 3, 5, 4), 1, {}), "2-d": ((4, 6), 1, {}),
+             "last axis": ((2, 5, 3), 2, {}), "rows over a block": ((2, 3, 5000), 1, {}),
+             "rows of one": ((8, 4, 1), 1, {}), "fix_gamma": ((3, 4, 7), 1, {"fix_gamma": True}),
+             "global stats": ((3, 4, 6), 1, {"use_global_stats": True, "fix_gamma": False})}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("is_train", [False, True])
-@pytest.mark.parametrize("shape,axis", [((2, 3, 5, 4), 1), ((4, 6), 1), ((2, 5, 3), 2)])
-def test_native_batch_norm_compiled_pass_equals_numpy(shape, axis, is_train, monkeypatch):
-    """BatchNorm's one compiled pass (numba) gives the numpy path's numbers exactly (the
-    same multiply then add), with moving or batch statistics."""
-    pytest.importorskip("numba", reason="the compiled pass needs numba")
-    from graphexec.backends.default.kernels import nn
-    probe = np.zeros(shape, "f4")
-    assert nn._compiled_affine(np, probe, probe, axis, probe.dtype) is not None
-    sym = gx.sym.BatchNorm(gx.sym.Variable("x"), axis=axis, fix_gamma=False, name="bn")
-    results = []
-    for compiled in (True, False):
-        if not compiled:
-            monkeypatch.setattr(nn, "_compiled_affine", lambda *a: None)
-        exe = sym.simple_bind(gx.cpu(), grad_req="null", x=shape)
-        rng = np.random.default_rng(3)
-        for name, arr in list(exe.arg_dict.items()) + list(exe.aux_dict.items()):
-            arr[...] = rng.uniform(0.5, 1.5, arr.shape) if name.endswith("var") else \
-                rng.standard_normal(arr.shape)
-        results.append(exe.forward(is_train=is_train)[0].copy())
-    np.testing.assert_array_equal(results[0], results[1])
+@pytest.mark.parametrize("case", sorted(_BN_CASES))
+def test_native_batch_norm_compiled_loops_match_numpy(case, is_train, dtype, monkeypatch):
+    """BatchNorm's compiled loops (numba: batch statistics, the per-channel affine pass, the
+    backward's sums and data gradient) against the numpy path: with moving statistics the
+    forward is the same multiply then add, bit for bit; batch statistics and gradients agree
+    within rounding (the loops sum in float64 blocks, numpy pairwise in the data type)."""
+    pytest.importorskip("numba", reason="the compiled loops need numba")
+    from graphexec.backends.default.kernels import nn, nn_grad
+    shape, axis, params = _BN_CASES[case]
+    probe = np.zeros(shape, dtype)
+    assert nn._compiled_batch_norm(np, probe, probe, axis, probe.dtype) is not None
+    params = {"fix_gamma": False, **params}
+    got = _batch_norm_results(shape, axis, is_train, dtype, **params)
+    with monkeypatch.context() as patch:
+        patch.setattr(nn, "_compiled_batch_norm", lambda *a: None)
+        patch.setattr(nn_grad, "_compiled_backward", lambda *a: None)
+        want = _batch_norm_results(shape, axis, is_train, dtype, **params)
+    names = ["output", "d data", "d gamma", "d beta", "moving mean", "moving var"]
+    if not is_train or params.get("use_global_stats"):
+        np.testing.assert_array_equal(got[0], want[0])
+    for name, g, w in zip(names, got, want):
+        scale = max(float(np.abs(w).max()), 1e-3)
+        tol = 1e-5 if dtype == "float32" else 1e-12
+        np.testing.assert_allclose(g, w, rtol=tol, atol=tol * scale, err_msg=name)
 
 
 @pytest.mark.parametrize("axis", [-1, 1])

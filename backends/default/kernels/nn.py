@@ -12,7 +12,7 @@ import numpy as np
 from graphexec.core.ops.nn import SELU_ALPHA, SELU_LAMBDA
 
 from .base import bound_by_scalar, cast_scalar, kernel, special
-from .compiled import compiled, prepare
+from .compiled import channel_view, compiled, prepare
 
 __all__ = ["reshaper", "work_dtype", "matmul_into", "softmax_fn"]
 
@@ -269,12 +269,14 @@ def batch_norm(call):
     var = xp.empty(mean.shape, mean.dtype)
     eps = cast_scalar(p.eps, var)
     reset_gamma = p.fix_gamma and any(r != "null" for r in call.input_grad_reqs[:3])
-    affine = _compiled_affine(xp, x, out, axis, mean.dtype)
+    loops = _compiled_batch_norm(xp, x, out, axis, mean.dtype)
 
     def run():
         if reset_gamma:
             gamma.fill(1)
-        if batch:
+        if batch and loops is not None:
+            loops.stats(mean, var)
+        elif batch:
             xw = x if x.dtype == mean.dtype else x.astype(mean.dtype)
             xp.mean(xw, axis=reduce, out=mean)
             xp.var(xw, axis=reduce, out=var)
@@ -286,31 +288,39 @@ def batch_norm(call):
         xp.reciprocal(invstd, out=invstd)
         scale = invstd if p.fix_gamma else invstd * gamma
         shift = beta - mean * scale
-        if affine is not None:
-            affine(scale, shift)
+        if loops is not None:
+            loops.affine(scale, shift)
             return
         xp.multiply(x, scale.reshape(bshape), out=out, casting="unsafe")
         xp.add(out, shift.reshape(bshape), out=out, casting="unsafe")
     return run
 
 
-def _compiled_affine(xp, x, out, axis: int, dtype):
-    """``f(scale, shift)`` writing out = x * scale + shift per channel (``axis``) in one
-    compiled pass (:mod:`.compiled`), or None where it does not apply (no numba, not the
-    host, the statistics in another dtype than the data, strided arrays). Inception v3's 94
-    BatchNorm nodes at batch 1 took 9.5 ms with numpy's two passes (benchmarks/README.md)."""
+class _BatchNormLoops:
+    """BatchNorm's compiled passes (:mod:`.compiled`) over x and out seen as (N, C, rest):
+    ``stats(mean, var)`` the batch statistics, ``affine(scale, shift)`` out = x * scale +
+    shift per channel."""
+
+    def __init__(self, x3, out3, dtype):
+        stat = np.empty(x3.shape[1], dtype)
+        prepare("channel_stats", x3, stat, stat)
+        prepare("channel_affine", x3, stat, stat, out3)
+        stats, affine = compiled("channel_stats"), compiled("channel_affine")
+        self.stats = lambda mean, var: stats(x3, mean, var)
+        self.affine = lambda scale, shift: affine(x3, scale, shift, out3)
+
+
+def _compiled_batch_norm(xp, x, out, axis: int, dtype) -> _BatchNormLoops | None:
+    """BatchNorm's compiled loops over ``axis``, or None where they do not apply (no numba,
+    not the host, the statistics in another dtype than the data, strided arrays). Inception
+    v3's 94 BatchNorm nodes at batch 1 took 9.5 ms with numpy's two passes
+    (benchmarks/README.md)."""
     if (xp.__name__ != "numpy" or x.dtype != dtype or out.dtype != dtype or x.size == 0
             or dtype not in (np.float32, np.float64)
-            or not (x.flags.c_contiguous and out.flags.c_contiguous)):
+            or not (x.flags.c_contiguous and out.flags.c_contiguous)
+            or compiled("channel_affine") is None):
         return None
-    loop = compiled("channel_affine")
-    if loop is None:
-        return None
-    shape = (math.prod(x.shape[:axis]), x.shape[axis], math.prod(x.shape[axis + 1:]))
-    x3, out3 = x.reshape(shape), out.reshape(shape)
-    stats = np.empty(shape[1], dtype)  # scale and shift are fresh arrays of this type
-    prepare("channel_affine", x3, stats, stats, out3)
-    return lambda scale, shift: loop(x3, scale, shift, out3)
+    return _BatchNormLoops(*(a.reshape(channel_view(x.shape, axis)) for a in (x, out)), dtype)
 
 
 @kernel("LayerNorm")

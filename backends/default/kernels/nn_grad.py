@@ -13,6 +13,7 @@ import numpy as np
 from graphexec.core.ops.nn import SELU_ALPHA, SELU_LAMBDA
 
 from .base import cast_scalar, kernel, nothing, sequence, special
+from .compiled import channel_view, compiled, prepare
 from .nn import matmul_into, prelu_gamma_shape, reshaper, work_dtype
 
 __all__ = ["target", "sum_into", "nothing", "sequence"]
@@ -252,20 +253,50 @@ def batch_norm_backward(call):
     batch = call.is_train and not p.use_global_stats
     update = _moving_update(xp, p, mean, invstd, moving_mean, moving_var) if batch else None
     eps = cast_scalar(p.eps, moving_var)
+    loop = _compiled_backward(call, axis, batch)
 
     def run():
         mu, inv = (mean, invstd) if batch else (moving_mean, 1 / xp.sqrt(moving_var + eps))
-        g = og.astype(mean.dtype, copy=False)
-        xhat = (x.astype(mean.dtype, copy=False) - mu.reshape(bshape)) * inv.reshape(bshape)
-        sum_g, sum_gx = g.sum(axis=reduce), (g * xhat).sum(axis=reduce)
+        scale = inv if p.fix_gamma else inv * gamma
+        if loop is not None:
+            sum_g, sum_gx = loop(mu, inv, scale)
+        else:
+            g = og.astype(mean.dtype, copy=False)
+            xhat = (x.astype(mean.dtype, copy=False) - mu.reshape(bshape)) * inv.reshape(bshape)
+            sum_g, sum_gx = g.sum(axis=reduce), (g * xhat).sum(axis=reduce)
+            if call.req[0] != "null":
+                if batch:
+                    g = g - (sum_g.reshape(bshape) + xhat * sum_gx.reshape(bshape)) / count
+                xp.multiply(g, scale.reshape(bshape), out=dx, casting="unsafe")
         _bn_param_grads(xp, p, call, sum_g, sum_gx)
-        if call.req[0] != "null":
-            if batch:
-                g = g - (sum_g.reshape(bshape) + xhat * sum_gx.reshape(bshape)) / count
-            scale = inv if p.fix_gamma else inv * gamma
-            xp.multiply(g, scale.reshape(bshape), out=dx, casting="unsafe")
         if update is not None:
             update()
+    return run
+
+
+def _compiled_backward(call, axis: int, batch: bool):
+    """``f(mean, invstd, scale)`` running BatchNorm's backward loop (:mod:`.compiled`: the
+    sums and the data gradient in two passes per channel, written in place) and returning
+    (sum dY, sum dY * xhat); None where it does not apply (no numba, not the host, dtypes
+    other than the statistics', strided arrays)."""
+    og, mean, _, x = call.inputs[:4]
+    dx = call.outputs[0]
+    dtype = mean.dtype
+    arrays = (og, x, dx)
+    if (call.xp.__name__ != "numpy" or dtype not in (np.float32, np.float64) or x.size == 0
+            or any(a.dtype != dtype or not a.flags.c_contiguous for a in arrays)
+            or compiled("batch_norm_backward") is None):
+        return None
+    g3, x3, dx3 = (a.reshape(channel_view(x.shape, axis)) for a in arrays)
+    sums = np.empty((x3.shape[1], 2), np.float64)
+    want = call.req[0] != "null"
+    stat = np.empty(x3.shape[1], dtype)
+    prepare("batch_norm_backward", g3, x3, stat, stat, stat, sums, dx3, batch, want)
+    loop = compiled("batch_norm_backward")
+
+    def run(mu, inv, scale):
+        loop(g3, x3, mu, inv, scale.astype(dtype, copy=False), sums, dx3, batch, want)
+        return sums[:, 0], sums[:, 1]
     return run
 
 
