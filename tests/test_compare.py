@@ -13,7 +13,7 @@ from graphexec.core.subgraph import SubgraphBackend, SubgraphProperty, register_
 from graphexec.core.subgraph.api import _BACKENDS
 from graphexec.tools.cli import main
 from graphexec.tools.compare import diff_plan, parse_strategies, row_notes
-from graphexec.tools.compare.models import load_model
+from graphexec.tools.compare.models import load_model, make_inputs
 
 GLUON = pathlib.Path(__file__).parent / "data" / "gluon"
 MOBILENET = str(GLUON / "mobilenet0.25")   # exported from Gluon by MXNet 1.9.1 (random init)
@@ -247,11 +247,40 @@ def test_diff_plan_lists_moved_nodes():
 def test_cli_compare_writes_json(tmp_path, capsys):
     out = tmp_path / "r.json"
     assert main(["compare", "mlp", "--strategies", "NONE,onnxrt:threads=1", "--repeat", "6",
-                 "--budget", "1", "--json", str(out)]) == 0
+                 "--budget", "1", "--warmup", "0.02", "--json", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "onnxrt:threads=1" in printed and "strategy" in printed
     data = json.loads(out.read_text())
     assert [r["strategy"] for r in data["strategies"]] == ["NONE", "onnxrt:threads=1"]
+    assert data["warmup_s"] == 0.02 and data["warmup_calls"]["forward"] >= 1
+
+
+def test_a_session_runs_its_untimed_calls_before_the_timed_ones():
+    from graphexec.tools.compare.measure import prepare
+    model = load_model("mlp")
+    session = prepare(model, "NONE", make_inputs(model), train=False)
+    calls = []
+    session.calls["forward"] = lambda: calls.append(len(calls))
+    assert session.timer("forward", 3, 5)() >= 0
+    assert calls == list(range(8))
+    calls.clear()
+    session.timer("forward", 2)()   # no warm-up unless asked
+    assert calls == [0, 1]
+
+
+@pytest.mark.parametrize("isolate", [False, True])
+def test_each_sample_follows_up_to_warmup_s_of_untimed_calls(isolate):
+    """Timed in turn, a strategy would start every sample cold (its threads asleep, its
+    data out of cache, after the others ran): each sample first runs it untimed for up to
+    ``warmup_s`` in whole calls, as many as the baseline's fastest call fits in it."""
+    result = gx.compare("mlp", "NONE,onnxrt", repeat=4, budget_s=0.2, warmup_s=0.02,
+                        isolate=isolate)
+    warm, number = result["warmup_calls"]["forward"], result["calls_per_sample"]["forward"]
+    assert result["warmup_s"] == 0.02 and warm >= 1 and number >= 1
+    assert all(r["error"] is None for r in result["strategies"])
+    assert f"{number} forward call(s) timed after {warm} untimed" in _printed(result)
+    result = gx.compare("mlp", "NONE", repeat=4, budget_s=0.2, warmup_s=0)
+    assert result["warmup_calls"] == {"forward": 0} and "untimed" not in _printed(result)
 
 
 def test_cli_info_backends_diff_plan_and_errors(tmp_path, capsys):

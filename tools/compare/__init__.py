@@ -6,8 +6,9 @@ speed-up's 95% interval is narrow enough or the time budget is spent, and return
 
 ``{"model": {name, source, inputs, num_ops, num_params, symbol_json}, "train", "repeat",
 "baseline" (the label the speed-ups are relative to), "reference": "NONE" (the strategy the
-values are checked against), "isolate", "rounds", "calls_per_sample", "budget_s",
-"precision", "min_effect", "noisy" (None, or why some intervals stayed wide),
+values are checked against), "isolate", "rounds", "calls_per_sample", "warmup_s",
+"warmup_calls" (untimed calls before each sample, per kind), "budget_s", "precision",
+"min_effect", "noisy" (None, or why some intervals stayed wide),
 "interrupted", "strategies": [row, ...]}`` with one row per strategy:
 
 ``strategy`` (its label: a strategy listed twice gets ``NAME #2``), ``spec`` (the strategy
@@ -47,13 +48,18 @@ from .models import Model, load_model, make_inputs
 from .worker import IsolatedSession, StrategyFailed, save_model
 
 __all__ = ["compare", "diff_plan", "parse_strategies", "strategy_labels", "row_notes",
-           "default_strategies",
-           "REFERENCE"]
+           "sample_text", "default_strategies", "REFERENCE", "WARMUP_S"]
 
 #: the strategy every other one is checked against, and the default baseline
 REFERENCE = "NONE"
 #: the time one timed sample aims at: fast models are called several times per sample
 SAMPLE_S = 0.01
+#: how long each strategy runs untimed before each of its samples (at most: a call longer
+#: than this gets no warm-up call). Timed in turn, a strategy starts every sample after the
+#: others ran, its threads asleep and its data out of cache: LeNet under ``torch`` then took
+#: 12 ms a call against 5-6 ms run alone, and compare gave it 0.49x NONE's speed; after 50 ms
+#: or more of untimed calls per sample, 1.25-1.41x, as when each runs alone (README).
+WARMUP_S = 0.1
 
 
 def parse_strategies(text: str | Sequence[str]) -> list[str]:
@@ -115,6 +121,7 @@ def compare(model: Any, strategies: str | Sequence[str], inputs: dict | None = N
             shapes: dict | None = None, train: bool = False, repeat: int = 10, seed: int = 0,
             budget_s: float = 20.0, baseline: str | None = None, isolate: bool = False,
             precision: float = 0.02, min_effect: float = MIN_EFFECT, max_rounds: int = 400,
+            warmup_s: float = WARMUP_S,
             progress: Callable[[str, str], None] | None = None) -> dict:
     """Run ``model`` under each strategy and return the comparison as plain data (see the
     module docstring).
@@ -126,7 +133,9 @@ def compare(model: Any, strategies: str | Sequence[str], inputs: dict | None = N
     default (added when not listed). Timing: at least ``repeat`` rounds, then until every
     95% interval is within ``precision`` (0.02: about +-2%), ``budget_s`` seconds of timing
     or ``max_rounds``; a speed-up is a difference only when its interval excludes 1 and it
-    is at least ``min_effect``. ``isolate``: each strategy in its own process.
+    is at least ``min_effect``. Before each sample the strategy runs untimed for up to
+    ``warmup_s`` seconds (whole calls; 0: none), so that a sample measures it running, not
+    waking after the others ran. ``isolate``: each strategy in its own process.
     ``progress(strategy, phase)`` is called as each phase starts. A failing strategy is
     recorded in its row; Ctrl-C stops and returns what was measured (``interrupted``)."""
     if not isinstance(model, Model):
@@ -145,7 +154,7 @@ def compare(model: Any, strategies: str | Sequence[str], inputs: dict | None = N
         "train": bool(train), "repeat": int(repeat), "baseline": base, "reference": REFERENCE,
         "isolate": bool(isolate), "budget_s": budget_s, "precision": precision,
         "min_effect": min_effect, "max_rounds": max_rounds, "rounds": 0,
-        "calls_per_sample": None, "noisy": None,
+        "calls_per_sample": None, "warmup_s": warmup_s, "warmup_calls": None, "noisy": None,
         "interrupted": False, "strategies": []}
     rows: dict[str, dict] = {}
     sessions: dict[str, Any] = {}
@@ -212,11 +221,12 @@ def _finish(row: dict, session) -> None:
         row["finish_error"] = f"{type(exc).__name__}: {exc}"
 
 
-def _calls_per_sample(timer: Callable[[], float]) -> int:
-    """Calls per timed sample so that one sample takes about SAMPLE_S (the fastest of three
-    single calls decides)."""
-    fastest = min(timer() for _ in range(3))
-    return max(1, min(1000, math.ceil(SAMPLE_S / max(fastest, 1e-7))))
+def _calls_per_sample(timer: Callable[[], float], warmup_s: float) -> tuple[int, int]:
+    """(timed calls per sample, untimed calls before it): about SAMPLE_S timed and at most
+    ``warmup_s`` untimed (the fastest of three single calls decides)."""
+    fastest = max(min(timer() for _ in range(3)), 1e-7)
+    number = max(1, min(1000, math.ceil(SAMPLE_S / fastest)))
+    return number, min(10000, math.floor(max(warmup_s, 0.0) / fastest))
 
 
 def _time(result: dict, rows: dict, sessions: dict, base: str, say) -> None:
@@ -224,11 +234,14 @@ def _time(result: dict, rows: dict, sessions: dict, base: str, say) -> None:
     verdicts to the rows."""
     kinds = ["forward"] + (["train"] if result["train"] else [])
     say("timing", "calibrating")
-    number = {k: _calls_per_sample(sessions[base].timer(k, 1)) for k in kinds}
+    counts = {k: _calls_per_sample(sessions[base].timer(k, 1), result["warmup_s"])
+              for k in kinds}
+    result["calls_per_sample"] = {k: n for k, (n, _) in counts.items()}
+    result["warmup_calls"] = {k: w for k, (_, w) in counts.items()}
     timed = dict(sessions)
     while True:   # a strategy that fails while timed leaves; the others are timed again
         try:
-            _rounds(result, rows, timed, base, kinds, number, say)
+            _rounds(result, rows, timed, base, kinds, counts, say)
             return
         except _TimingFailed as failed:
             rows[failed.label]["error"] = f"failed while timed: {failed.cause}"
@@ -255,9 +268,10 @@ def _guarded(label: str, timer: Callable[[], float]) -> Callable[[], float]:
 
 
 def _rounds(result: dict, rows: dict, sessions: dict, base: str, kinds: list[str],
-            number: dict, say) -> None:
-    """Time ``sessions`` round-robin and add the figures to their rows."""
-    fns = {(label, k): _guarded(label, s.timer(k, number[k]))
+            counts: dict, say) -> None:
+    """Time ``sessions`` round-robin (``counts``: per kind, timed and untimed calls per
+    sample) and add the figures to their rows."""
+    fns = {(label, k): _guarded(label, s.timer(k, *counts[k]))
            for label, s in sessions.items() for k in kinds}
     others = [(label, k) for label in sessions if label != base for k in kinds]
 
@@ -270,7 +284,6 @@ def _rounds(result: dict, rows: dict, sessions: dict, base: str, kinds: list[str
                                       budget_s=result["budget_s"], done=done)
     result["interrupted"] |= interrupted
     result["rounds"] = len(samples[(base, kinds[0])])
-    result["calls_per_sample"] = number
     if not result["rounds"]:
         return
     headline = kinds[-1]
@@ -295,6 +308,15 @@ def _rounds(result: dict, rows: dict, sessions: dict, base: str, kinds: list[str
                            f"+-{result['precision']:.0%} after {result['rounds']} rounds: the "
                            f"machine is too noisy to decide smaller differences (raise --budget "
                            f"or run on a quieter machine)")
+
+
+def sample_text(result: dict) -> str:
+    """What one sample was, e.g. "per sample: 2 forward call(s) timed after 14 untimed"."""
+    number = result.get("calls_per_sample") or {}
+    warm = result.get("warmup_calls") or {}
+    parts = [f"{n} {k} call(s) timed" + (f" after {warm[k]} untimed" if warm.get(k) else "")
+             for k, n in number.items()]
+    return "per sample: " + ", ".join(parts)
 
 
 def row_notes(row: dict) -> list[str]:

@@ -16,7 +16,8 @@ from rich.table import Table
 
 from graphexec.core.subgraph import get_backend, list_backends
 
-from . import compare, default_strategies, diff_plan, parse_strategies, row_notes
+from . import (WARMUP_S, compare, default_strategies, diff_plan, parse_strategies, row_notes,
+               sample_text)
 from .models import load_model, parse_shapes
 from .plot import plot_model
 from .report import write_report
@@ -73,6 +74,10 @@ def add_compare(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--precision", type=float, default=0.02, metavar="FRACTION",
                    help="an interval is narrow enough within +-FRACTION (default "
                         "%(default)s)")
+    p.add_argument("--warmup", type=float, default=WARMUP_S, metavar="SECONDS",
+                   help="run each strategy untimed for up to this long before each of its "
+                        "samples, so that it is timed running, not waking after the others "
+                        "(default %(default)s; 0: no warm-up)")
     p.add_argument("--isolate", action="store_true",
                    help="bind each strategy in its own process (its own peak memory, no "
                         "library of one strategy in another's process); still timed in turn")
@@ -98,7 +103,8 @@ def run_compare(args: argparse.Namespace) -> int:
             bar.update(task, description=f"{strategy}: {phase}")
         result = compare(model, strategies, train=args.train, repeat=args.repeat,
                          seed=args.seed, budget_s=args.budget, baseline=args.baseline,
-                         isolate=args.isolate, precision=args.precision, progress=progress)
+                         isolate=args.isolate, precision=args.precision,
+                         warmup_s=args.warmup, progress=progress)
     console.print(compare_table(result, wide=args.wide))
     for line in compare_notes(result):
         console.print(line, highlight=False)
@@ -216,10 +222,9 @@ def _verdict_text(row: dict) -> str:
 def compare_notes(result: dict) -> list[str]:
     """The lines printed under the table: how to read it, then per strategy what the table
     has no room for (why it claimed nothing, what fell back, its error)."""
-    rounds, number = result.get("rounds"), result.get("calls_per_sample") or {}
-    calls = ", ".join(f"{n} {k}" for k, n in number.items())
+    rounds = result.get("rounds")
     lines = [f"speed-up = {result['baseline']} time / strategy time (>1: faster), from "
-             f"{rounds} rounds timed in turn ({calls} call(s) per sample); the interval holds "
+             f"{rounds} rounds timed in turn ({sample_text(result)}); the interval holds "
              f"the true speed-up with 95% confidence; 'faster'/'slower' only when it excludes "
              f"1 and the speed-up is at least {result['min_effect']:.0%}; rel diff: largest "
              f"difference from {result['reference']} relative to its largest value."]

@@ -60,12 +60,14 @@ class Session:
             exe.backward(heads)
         self.calls = {"forward": lambda: exe.forward(is_train=False), "train": train_step}
 
-    def timer(self, kind: str, number: int) -> Callable[[], float]:
-        """A function timing ``number`` calls of ``kind`` ("forward" or "train"), returning
-        seconds per call."""
+    def timer(self, kind: str, number: int, warm: int = 0) -> Callable[[], float]:
+        """A function timing ``number`` calls of ``kind`` ("forward" or "train") after
+        ``warm`` untimed ones, returning seconds per timed call."""
         call = self.calls[kind]
 
         def timed() -> float:
+            for _ in range(warm):
+                call()
             t0 = time.perf_counter()
             for _ in range(number):
                 call()

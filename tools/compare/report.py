@@ -19,7 +19,7 @@ from graphexec.core.ir.errors import GraphexecError
 from graphexec.core.subgraph.plan import REASONS
 from graphexec.core.symbol.json_io import load_json
 
-from . import row_notes
+from . import row_notes, sample_text
 from .charts import latency_svg, ms, speedup_svg
 from .plot import backend_colour, esc, graph_svg
 
@@ -112,8 +112,7 @@ def _timing_text(result: dict) -> str:
     rounds = result.get("rounds")
     if rounds is None:
         return f"{result.get('repeat')} runs"
-    calls = ", ".join(f"{n} {k}" for k, n in (result.get("calls_per_sample") or {}).items())
-    return (f"{rounds} rounds in turn ({calls} call(s) per sample); 95% intervals, a "
+    return (f"{rounds} rounds in turn ({sample_text(result)}); 95% intervals, a "
             f"difference needs {result.get('min_effect', 0):.0%} at least")
 
 

@@ -6,8 +6,9 @@ asks the workers one after another.
 The parent (:class:`IsolatedSession`, with the interface of :class:`~.measure.Session`) saves
 the model (symbol, parameters, input shapes) and the inputs in a folder; the worker (``python
 -m graphexec.tools.compare.worker``) reads a JSON request line, binds, writes its values to an
-``.npz`` file and answers one JSON line; then it answers ``forward N`` / ``train N`` with
-seconds per call and ``finish`` with its last figures and its peak RSS.
+``.npz`` file and answers one JSON line; then it answers ``forward N W`` / ``train N W`` (N
+timed calls after W untimed ones) with seconds per call and ``finish`` with its last figures
+and its peak RSS.
 """
 from __future__ import annotations
 
@@ -91,10 +92,10 @@ class IsolatedSession:
                                  f"{code}) without answering")
         return answer
 
-    def timer(self, kind: str, number: int) -> Callable[[], float]:
-        """A function asking the worker to time ``number`` calls of ``kind``; seconds per
-        call."""
-        return lambda: float(self._ask(f"{kind} {number}"))
+    def timer(self, kind: str, number: int, warm: int = 0) -> Callable[[], float]:
+        """A function asking the worker to time ``number`` calls of ``kind`` after ``warm``
+        untimed ones; seconds per timed call."""
+        return lambda: float(self._ask(f"{kind} {number} {warm}"))
 
     def finish(self) -> dict:
         """The worker's last figures and its peak RSS; ends the worker."""
@@ -125,14 +126,15 @@ def main() -> int:
     out.write(json.dumps({"row": session.row}, default=str) + "\n")
     out.flush()
     for line in sys.stdin:
-        kind, _, number = line.strip().partition(" ")
+        kind, *counts = line.split()
         if kind == "finish":
             figures = session.finish()
             figures["peak_rss_bytes"] = peak_rss()
             out.write(json.dumps(figures, default=str) + "\n")
             out.flush()
             return 0
-        out.write(f"{session.timer(kind, int(number))()!r}\n")
+        number, warm = (int(c) for c in counts)
+        out.write(f"{session.timer(kind, number, warm)()!r}\n")
         out.flush()
     return 0
 
