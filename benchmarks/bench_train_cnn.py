@@ -9,8 +9,9 @@ default CPU backend, oneDNN kernels; see common.MXNetWorker):
   35 steps).
 
 One train step is forward(is_train=True) + backward() of every parameter; each strategy
-named in ``--strategies`` is bound once and timed in turn with MXNet. Parameters are uniform
-in +-0.05 on both sides (the same symbol JSON, written by graphexec).
+named in ``--strategies`` is bound once and timed in turn with MXNet. The ratio to MXNet is
+the estimate over the rounds' own ratios with its 95% interval (common.paired_ratio).
+Parameters are uniform in +-0.05 on both sides (the same symbol JSON, written by graphexec).
 
 Run: OMP_NUM_THREADS=2 python benchmarks/bench_train_cnn.py [resnet18,mobilenet,lstm]
      --mxnet /path/to/mxvenv/bin/python [--strategies "NONE;torch"] [--repeat 7]
@@ -21,6 +22,7 @@ import argparse
 import gzip
 import json
 import os
+import statistics
 import sys
 import tempfile
 from pathlib import Path
@@ -29,7 +31,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
 from bench_seq import lstm_lm  # noqa: E402
-from common import MXNetWorker, alternating_medians  # noqa: E402
+from common import MXNetWorker, alternating_samples, paired_ratio  # noqa: E402
 
 import graphexec as gx  # noqa: E402
 
@@ -88,17 +90,18 @@ def run(model: str, opts, tmp: str) -> None:
     kinds = {name: "train" for name in fns}
     for fn in fns.values():  # warm up: kernels made, caches filled
         fn()
-    times = alternating_medians(fns, mx, kinds, opts.repeat)
+    samples = alternating_samples(fns, mx, kinds, opts.repeat)
     print(f"{model}: {shapes}, threads {opts.threads}, "
           f"median of {opts.repeat}:")
-    ref = times.get("mxnet train")
-    for name, t in times.items():
+    ref = samples.get("mxnet train")
+    for name, got in samples.items():
         if name.startswith("mxnet "):
             continue
-        ratio = f"   / MXNet {t / ref:.3f}" if ref else ""
-        print(f"  {name:24s} {t * 1e3:9.1f} ms{ratio}", flush=True)
+        ratio = f"   / MXNet {paired_ratio(got, ref)}" if ref else ""
+        print(f"  {name:24s} {statistics.median(got) * 1e3:9.1f} ms{ratio}", flush=True)
     if ref:
-        print(f"  {'MXNet 1.9.1 train step':24s} {ref * 1e3:9.1f} ms   (timed in alternation)")
+        print(f"  {'MXNet 1.9.1 train step':24s} {statistics.median(ref) * 1e3:9.1f} ms   "
+              f"(timed in alternation)")
         mx.close()
 
 

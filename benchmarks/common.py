@@ -88,11 +88,11 @@ class MXNetWorker:
 SETTLE = 0.3
 
 
-def alternating_medians(fns: dict[str, Callable[[], object]], worker: "MXNetWorker | None",
-                        kinds: dict[str, str], repeat: int) -> dict[str, float]:
-    """Median seconds of each graphexec function and, with a worker, of MXNet's call of the
-    kind ``kinds`` names for it (key ``mxnet <kind>``), all taken in turn, each after
-    :data:`SETTLE` idle seconds."""
+def alternating_samples(fns: dict[str, Callable[[], object]], worker: "MXNetWorker | None",
+                        kinds: dict[str, str], repeat: int) -> dict[str, list[float]]:
+    """Seconds of each graphexec function and, with a worker, of MXNet's call of the kind
+    ``kinds`` names for it (key ``mxnet <kind>``), ``repeat`` rounds taken in turn, each
+    call after :data:`SETTLE` idle seconds: sample ``i`` of every key is from round ``i``."""
     times: dict[str, list[float]] = {k: [] for k in fns}
     if worker is not None:
         times.update({f"mxnet {k}": [] for k in set(kinds.values())})
@@ -106,4 +106,22 @@ def alternating_medians(fns: dict[str, Callable[[], object]], worker: "MXNetWork
             for kind in sorted(set(kinds.values())):
                 time.sleep(SETTLE)
                 times[f"mxnet {kind}"].append(worker.time(kind))
-    return {k: statistics.median(v) for k, v in times.items()}
+    return times
+
+
+def alternating_medians(fns: dict[str, Callable[[], object]], worker: "MXNetWorker | None",
+                        kinds: dict[str, str], repeat: int) -> dict[str, float]:
+    """Median seconds of each key of :func:`alternating_samples`."""
+    samples = alternating_samples(fns, worker, kinds, repeat)
+    return {k: statistics.median(v) for k, v in samples.items()}
+
+
+def paired_ratio(ours: list[float], theirs: list[float]) -> str:
+    """``ours / theirs`` from samples taken round by round: the Hodges-Lehmann estimate of
+    the per-round ratios with its 95% interval (``graphexec compare``'s statistics), e.g.
+    "1.040 (95% 0.98-1.10)"; the interval needs six rounds at least."""
+    from graphexec.core.runtime.timing import speedup
+    s = speedup(ours, theirs)
+    ci = s["ci95"]
+    inside = f" (95% {ci[0]:.2f}-{ci[1]:.2f})" if ci else ""
+    return f"{s['estimate']:.3f}{inside}"
