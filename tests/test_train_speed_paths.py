@@ -380,6 +380,25 @@ def test_native_batch_norm_compiled_loops_match_numpy(case, is_train, dtype, mon
         np.testing.assert_allclose(g, w, rtol=tol, atol=tol * scale, err_msg=name)
 
 
+@pytest.mark.parametrize("shape,loc,scale", [((4, 3, 5000), 1000.0, 0.01),
+                                             ((16, 2, 49), 1000.0, 0.01),
+                                             ((3, 2, 20000), -50.0, 1e-3),
+                                             ((16, 8, 784), 3.0, 2.0), ((8, 4, 1), 5.0, 1.0)])
+def test_batch_norm_statistics_loop_is_exact_within_rounding(shape, loc, scale):
+    """The compiled statistics against float64 sums of the same float32 data, also far
+    from zero (mean 1e5 standard deviations away: numpy's float32 variance is off by up to
+    1e-4 there): the mean and the variance within 1e-6."""
+    pytest.importorskip("numba", reason="the compiled loops need numba")
+    from graphexec.backends.default.kernels.compiled import compiled, prepare
+    x = (loc + scale * np.random.default_rng(5).standard_normal(shape)).astype("f4")
+    mean, var = np.empty(shape[1], "f4"), np.empty(shape[1], "f4")
+    prepare("channel_stats", x, mean, var)
+    compiled("channel_stats")(x, mean, var)
+    exact = x.astype("f8")
+    np.testing.assert_allclose(mean, exact.mean(axis=(0, 2)), rtol=1e-6)
+    np.testing.assert_allclose(var, exact.var(axis=(0, 2)), rtol=1e-6)
+
+
 @pytest.mark.parametrize("axis", [-1, 1])
 def test_masked_softmax_variant_matches_native(axis):
     """softmax with use_length: int32 lengths (as BERT's), a row of length 0 (all zeros),

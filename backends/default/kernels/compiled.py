@@ -1,7 +1,8 @@
 """Loops compiled by numba where numpy needs many passes over the data: an optional path of
 the native kernels (numba is the ``fused`` extra's dependency). :func:`compiled` gives the
 compiled function, or None without numba: the kernels then run their numpy code, which
-computes the same sums in the same order (no fast-math). The loops' source goes through the
+computes the same numbers (no fast-math): the depthwise and affine loops bit for bit,
+BatchNorm's statistics and gradients within rounding (below). The loops' source goes through the
 compiled-kernel cache (:mod:`graphexec.core.runtime.jit_cache`: a private folder, numba's
 disk cache beside it), and :func:`prepare` compiles a loop for its arguments' types when a
 kernel is created: 1-3 s the first time on a machine, a fraction of that in later
@@ -16,7 +17,8 @@ processes.
 
 The BatchNorm loops sum in the data type over eight lanes (vectorised) in blocks of at most
 BLOCK elements, the blocks' sums in float64, two passes for the variance as numpy's: float32
-data gives statistics within rounding of the exact ones, not numpy's float32 sums bit for bit.
+data gives statistics within rounding of the exact ones (as close as numpy's float32 sums or
+closer, also for data far from zero), not numpy's numbers bit for bit.
 ResNet-18 v1's native train step (batch 16, 112x112) took 0.91-0.95x its time with numpy's
 BatchNorm, MobileNet v1 0.25's 0.94-0.99x. They run on the calling thread: split across
 numba's threads (``parallel=True``, its OpenMP layer) the same steps took 1.24-1.68x, those
@@ -133,7 +135,7 @@ def _channel_affine(x, scale, shift, out):  # pragma: no cover - numba's
 
 
 #: the longest run of elements summed in the data type before the sum moves to float64
-BLOCK = 4096
+BLOCK = 1024
 
 
 def _lane_sum(row, lo, hi, acc):  # pragma: no cover - numba's
@@ -152,21 +154,25 @@ def _lane_sum(row, lo, hi, acc):  # pragma: no cover - numba's
     return total
 
 
-def _lane_sum_sq(row, lo, hi, shift, acc):  # pragma: no cover - numba's
-    """sum of (row[i] - shift) ** 2 over [lo, hi), as :func:`_lane_sum`."""
+def _lane_moments(row, lo, hi, shift, acc):  # pragma: no cover - numba's
+    """(sum of d, sum of d ** 2) with d = row[i] - shift over [lo, hi), in one pass over the
+    sixteen lanes ``acc``, as :func:`_lane_sum`."""
     end = hi - (hi - lo) % 8
     acc[:] = 0
     for i in range(lo, end, 8):
         for k in range(8):
             d = row[i + k] - shift
-            acc[k] += d * d
-    total = acc.dtype.type(0)
+            acc[k] += d
+            acc[8 + k] += d * d
+    first, second = acc.dtype.type(0), acc.dtype.type(0)
     for k in range(8):
-        total += acc[k]
+        first += acc[k]
+        second += acc[8 + k]
     for i in range(end, hi):
         d = row[i] - shift
-        total += d * d
-    return total
+        first += d
+        second += d * d
+    return first, second
 
 
 def _lane_sums(a, b, lo, hi, shift, acc):  # pragma: no cover - numba's
@@ -191,34 +197,38 @@ def _lane_sums(a, b, lo, hi, shift, acc):  # pragma: no cover - numba's
 
 def _channel_stats(x, mean, var):  # pragma: no cover - numba's
     """mean[c] and the biased variance var[c] of x (N, C, rest) over its axes 0 and 2, in
-    blocks of at most BLOCK elements: each block's sum, and its squared deviations from its
-    own mean while it is in cache; the blocks' sums in float64 then give the channel's mean,
-    and its variance is the blocks' squared deviations plus their means' spread about it."""
+    blocks of at most BLOCK elements: a block's sum gives its rough mean, then (while the
+    block is in cache) its deviations d from that mean give its mean and squared deviations
+    exactly enough (sum d, sum d ** 2, both small); blocks merge in float64 by Chan et al.'s
+    pairwise update (the mean moves by the blocks' difference, the squared deviations gain
+    their spread), stable for data far from zero."""
     n, c, m = x.shape
-    count = max(n * m, 1)
     for ch in range(c):
-        acc = np.zeros(8, x.dtype)
-        total, sq, spread = 0.0, 0.0, 0.0
+        acc = np.zeros(16, x.dtype)
+        count, mu, sq = 0.0, 0.0, 0.0
         for b in range(n):
             row = x[b, ch]
             for lo in range(0, m, BLOCK):
                 hi = min(lo + BLOCK, m)
-                s = np.float64(_lane_sum(row, lo, hi, acc))
-                block_mean = s / (hi - lo)
-                sq += _lane_sum_sq(row, lo, hi, x.dtype.type(block_mean), acc)
-                total += s
-                spread += s * block_mean
-        mu = total / count
+                size = np.float64(hi - lo)
+                shift = x.dtype.type(np.float64(_lane_sum(row, lo, hi, acc)) / size)
+                first, second = _lane_moments(row, lo, hi, shift, acc)
+                block_mean = np.float64(shift) + np.float64(first) / size
+                block_sq = max(np.float64(second) - np.float64(first) ** 2 / size, 0.0)
+                merged = count + size
+                delta = block_mean - mu
+                mu += delta * size / merged
+                sq += block_sq + delta * delta * count * size / merged
+                count = merged
         mean[ch] = mu
-        # sum over blocks of n_b (mean_b - mu)^2 = sum n_b mean_b^2 - count mu^2
-        var[ch] = (sq + max(spread - total * mu, 0.0)) / count
+        var[ch] = sq / max(count, 1.0)
 
 
 def _batch_norm_backward(g, x, mean, invstd, scale, sums, dx, batch, want):  # pragma: no cover
     """Per channel of (N, C, rest): sums[c] = (sum dY, sum dY * xhat) with xhat =
     (x - mean) * invstd; then, when ``want``, dx = (dY - (sum dY + xhat * sum dY xhat)
-    / count) * scale for batch statistics (``batch``), dY * scale otherwise (numba's). ``dx``
-    may be ``g`` (each element is read before it is written)."""
+    / count) * scale for batch statistics (``batch``), dY * scale otherwise. ``dx`` may be
+    ``g`` (each element is read before it is written)."""
     n, c, m = x.shape
     count = max(n * m, 1)
     for ch in range(c):
@@ -254,7 +264,7 @@ def _batch_norm_backward(g, x, mean, invstd, scale, sums, dx, batch, want):  # p
 
 #: the compiled functions, in the order the generated module defines them (a loop calls
 #: the ones before it)
-_FUNCTIONS = (_depthwise_flat, _depthwise_loops, _channel_affine, _lane_sum, _lane_sum_sq,
+_FUNCTIONS = (_depthwise_flat, _depthwise_loops, _channel_affine, _lane_sum, _lane_moments,
               _lane_sums, _channel_stats, _batch_norm_backward)
 _LOOPS = {"depthwise": "_depthwise_loops", "channel_affine": "_channel_affine",
           "channel_stats": "_channel_stats", "batch_norm_backward": "_batch_norm_backward"}
