@@ -19,7 +19,7 @@ The BatchNorm loops sum in the data type over eight lanes (vectorised) in blocks
 BLOCK elements, the blocks' sums in float64, two passes for the variance as numpy's: float32
 data gives statistics within rounding of the exact ones (as close as numpy's float32 sums or
 closer, also for data far from zero), not numpy's numbers bit for bit.
-ResNet-18 v1's native train step (batch 16, 112x112) took 0.91-0.95x its time with numpy's
+ResNet-18 v1's native train step (batch 16, 112x112) took 0.91-0.96x its time with numpy's
 BatchNorm, MobileNet v1 0.25's 0.94-0.99x. They run on the calling thread: split across
 numba's threads (``parallel=True``, its OpenMP layer) the same steps took 1.24-1.68x, those
 threads and OpenBLAS's spinning against each other on two cores (benchmarks/README.md).
