@@ -6,6 +6,7 @@ which nodes get the variant, and the errors. Skips (saying so) without PyTorch."
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -389,14 +390,49 @@ def test_batch_norm_statistics_loop_is_exact_within_rounding(shape, loc, scale):
     from zero (mean 1e5 standard deviations away: numpy's float32 variance is off by up to
     1e-4 there): the mean and the variance within 1e-6."""
     pytest.importorskip("numba", reason="the compiled loops need numba")
-    from graphexec.backends.default.kernels.compiled import compiled, prepare
+    from graphexec.backends.default.kernels.compiled import compiled_for
     x = (loc + scale * np.random.default_rng(5).standard_normal(shape)).astype("f4")
     mean, var = np.empty(shape[1], "f4"), np.empty(shape[1], "f4")
-    prepare("channel_stats", x, mean, var)
-    compiled("channel_stats")(x, mean, var)
+    compiled_for("channel_stats", x, mean, var)(x, mean, var)
     exact = x.astype("f8")
     np.testing.assert_allclose(mean, exact.mean(axis=(0, 2)), rtol=1e-6)
     np.testing.assert_allclose(var, exact.var(axis=(0, 2)), rtol=1e-6)
+
+
+def test_a_loop_numba_cannot_compile_leaves_the_numpy_code(monkeypatch):
+    """numba failing on a compiled loop (a broken install, an unsupported version) does not
+    fail the bind: one warning per loop, and the kernels run their numpy code."""
+    pytest.importorskip("numba", reason="the compiled loops need numba")
+    from graphexec.backends.default.kernels import compiled
+    from graphexec.core.runtime import jit_cache
+    x = gx.sym.Variable("x")
+    net = gx.sym.BatchNorm(gx.sym.Convolution(x, kernel=(3, 3), num_filter=4, num_group=4,
+                                              pad=(1, 1), no_bias=True, name="dw"),
+                           fix_gamma=False, name="bn")
+
+    def run():
+        exe = net.simple_bind(gx.cpu(), x=(2, 4, 6, 6))
+        rng = np.random.default_rng(1)
+        for name, arr in list(exe.arg_dict.items()) + list(exe.aux_dict.items()):
+            arr[...] = rng.uniform(0.5, 1.5, arr.shape)
+        exe.forward(is_train=True)
+        exe.backward(rng.standard_normal((2, 4, 6, 6)).astype("f4"))
+        return [exe.outputs[0].copy(), exe.grad_dict["x"].copy(),
+                exe.grad_dict["bn_gamma"].copy()]
+    want = run()
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("numba exploded")
+    monkeypatch.setattr(jit_cache, "compile_cached", broken)
+    monkeypatch.setattr(compiled, "_FAILED", set())
+    with pytest.warns(RuntimeWarning, match="numba exploded") as caught:
+        got = run()
+        run()   # warned once per loop, not per kernel
+    loops = {re.search(r"loop '(\w+)'", str(w.message)).group(1) for w in caught}
+    assert loops == {"depthwise", "channel_stats", "channel_affine", "batch_norm_backward"}
+    assert len(caught) == len(loops)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5 * float(np.abs(w).max()))
 
 
 @pytest.mark.parametrize("axis", [-1, 1])

@@ -1,12 +1,11 @@
 """Loops compiled by numba where numpy needs many passes over the data: an optional path of
-the native kernels (numba is the ``fused`` extra's dependency). :func:`compiled` gives the
-compiled function, or None without numba: the kernels then run their numpy code, which
-computes the same numbers (no fast-math): the depthwise and affine loops bit for bit,
-BatchNorm's statistics and gradients within rounding (below). The loops' source goes through the
-compiled-kernel cache (:mod:`graphexec.core.runtime.jit_cache`: a private folder, numba's
-disk cache beside it), and :func:`prepare` compiles a loop for its arguments' types when a
-kernel is created: 1-3 s the first time on a machine, a fraction of that in later
-processes.
+the native kernels (numba is the ``fused`` extra's dependency). :func:`compiled_for` gives a
+loop compiled for the arrays of a kernel when the kernel is created (1-3 s the first time on
+a machine, a fraction of that in later processes: the source goes through the compiled-kernel
+cache, :mod:`graphexec.core.runtime.jit_cache`, a private folder with numba's disk cache
+beside it), or None without numba or when numba fails: the kernels then run their numpy
+code, which computes the same numbers (no fast-math): the depthwise and affine loops bit for
+bit, BatchNorm's statistics and gradients within rounding (below).
 
 - ``depthwise``: a 2-D depthwise convolution (``conv_fast.compiled_depthwise_runner``);
 - ``channel_affine``: out = x * scale[c] + shift[c] over (N, C, rest), BatchNorm with given
@@ -28,10 +27,11 @@ from __future__ import annotations
 
 import inspect
 import math
+import warnings
 
 import numpy as np
 
-__all__ = ["channel_view", "compiled", "prepare"]
+__all__ = ["channel_view", "compiled_for"]
 
 
 def _depthwise_loops(x, w, out, kh, kw, sh, sw, dh, dw, ph, pw):  # pragma: no cover - numba's
@@ -269,6 +269,8 @@ _FUNCTIONS = (_depthwise_flat, _depthwise_loops, _channel_affine, _lane_sum, _la
 _LOOPS = {"depthwise": "_depthwise_loops", "channel_affine": "_channel_affine",
           "channel_stats": "_channel_stats", "batch_norm_backward": "_batch_norm_backward"}
 _MODULE: list = []
+#: loops numba failed to compile (warned once each)
+_FAILED: set[str] = set()
 
 
 def _source() -> str:
@@ -296,16 +298,25 @@ def channel_view(shape: tuple, axis: int) -> tuple[int, int, int]:
     return math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1:])
 
 
-def compiled(name: str):
-    """The numba-compiled loop ``name`` (a key of the module's list), or None without numba."""
+def compiled_for(name: str, *args):
+    """The loop ``name`` (a key of the module's list) compiled for the types of ``args``
+    (now, or from numba's disk cache when an earlier process compiled it), or None: without
+    numba, or when numba cannot compile it (a warning once per loop; the kernel then runs its
+    numpy code, which computes the same numbers)."""
     module = _module()
-    return None if module is None else getattr(module, _LOOPS[name])
-
-
-def prepare(name: str, *args) -> None:
-    """Compile the loop ``name`` for the types of ``args`` now (from numba's disk cache when an
-    earlier process compiled it), not at its first call."""
+    if module is None:
+        return None
     import numba
 
     from graphexec.core.runtime.jit_cache import compile_cached
-    compile_cached(compiled(name), tuple(numba.typeof(a) for a in args), _module())
+    loop = getattr(module, _LOOPS[name])
+    try:
+        compile_cached(loop, tuple(numba.typeof(a) for a in args), module)
+    except Exception as exc:  # noqa: BLE001 - numba raises many kinds; numpy's code stays
+        if name not in _FAILED:
+            _FAILED.add(name)
+            warnings.warn(f"the native kernels' compiled loop {name!r} could not be compiled "
+                          f"({type(exc).__name__}: {exc}); those kernels run their numpy "
+                          f"code (same results, slower)", RuntimeWarning, stacklevel=2)
+        return None
+    return loop

@@ -21,7 +21,7 @@ import numpy as np
 
 from graphexec.core.runtime.blas_threads import run_parts, serial_blas, split
 
-from .compiled import compiled, prepare
+from .compiled import compiled_for
 from .nn import reshaper
 
 __all__ = ["is_depthwise", "depthwise_runner", "compiled_depthwise_runner", "grouped_matmul",
@@ -70,13 +70,12 @@ def compiled_depthwise_runner(xp, x, weight, out, geo):
     falls in the padding."""
     if xp.__name__ != "numpy" or len(geo.kernel) != 2:
         return None
-    loop = compiled("depthwise")
-    if loop is None:
-        return None
     c = weight.shape[0]
     (kh, kw), (sh, sw), (dh, dw), (ph, pw) = geo.kernel, geo.stride, geo.dilate, geo.pad
     w2 = reshaper(weight, (c, kh * kw))
-    prepare("depthwise", x, w2(), out, kh, kw, sh, sw, dh, dw, ph, pw)
+    loop = compiled_for("depthwise", x, w2(), out, kh, kw, sh, sw, dh, dw, ph, pw)
+    if loop is None:
+        return None
     return lambda: loop(x, w2(), out, kh, kw, sh, sw, dh, dw, ph, pw)
 
 

@@ -12,7 +12,7 @@ import numpy as np
 from graphexec.core.ops.nn import SELU_ALPHA, SELU_LAMBDA
 
 from .base import bound_by_scalar, cast_scalar, kernel, special
-from .compiled import channel_view, compiled, prepare
+from .compiled import channel_view, compiled_for
 
 __all__ = ["reshaper", "work_dtype", "matmul_into", "softmax_fn"]
 
@@ -301,11 +301,7 @@ class _BatchNormLoops:
     ``stats(mean, var)`` the batch statistics, ``affine(scale, shift)`` out = x * scale +
     shift per channel."""
 
-    def __init__(self, x3, out3, dtype):
-        stat = np.empty(x3.shape[1], dtype)
-        prepare("channel_stats", x3, stat, stat)
-        prepare("channel_affine", x3, stat, stat, out3)
-        stats, affine = compiled("channel_stats"), compiled("channel_affine")
+    def __init__(self, x3, out3, stats, affine):
         self.stats = lambda mean, var: stats(x3, mean, var)
         self.affine = lambda scale, shift: affine(x3, scale, shift, out3)
 
@@ -317,10 +313,15 @@ def _compiled_batch_norm(xp, x, out, axis: int, dtype) -> _BatchNormLoops | None
     (benchmarks/README.md)."""
     if (xp.__name__ != "numpy" or x.dtype != dtype or out.dtype != dtype or x.size == 0
             or dtype not in (np.float32, np.float64)
-            or not (x.flags.c_contiguous and out.flags.c_contiguous)
-            or compiled("channel_affine") is None):
+            or not (x.flags.c_contiguous and out.flags.c_contiguous)):
         return None
-    return _BatchNormLoops(*(a.reshape(channel_view(x.shape, axis)) for a in (x, out)), dtype)
+    x3, out3 = (a.reshape(channel_view(x.shape, axis)) for a in (x, out))
+    stat = np.empty(x3.shape[1], dtype)  # mean, var, scale and shift: this type and layout
+    stats = compiled_for("channel_stats", x3, stat, stat)
+    affine = compiled_for("channel_affine", x3, stat, stat, out3)
+    if stats is None or affine is None:
+        return None
+    return _BatchNormLoops(x3, out3, stats, affine)
 
 
 @kernel("LayerNorm")

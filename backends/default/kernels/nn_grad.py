@@ -13,7 +13,7 @@ import numpy as np
 from graphexec.core.ops.nn import SELU_ALPHA, SELU_LAMBDA
 
 from .base import cast_scalar, kernel, nothing, sequence, special
-from .compiled import channel_view, compiled, prepare
+from .compiled import channel_view, compiled_for
 from .nn import matmul_into, prelu_gamma_shape, reshaper, work_dtype
 
 __all__ = ["target", "sum_into", "nothing", "sequence"]
@@ -284,15 +284,15 @@ def _compiled_backward(call, axis: int, batch: bool):
     dtype = mean.dtype
     arrays = (og, x, dx)
     if (call.xp.__name__ != "numpy" or dtype not in (np.float32, np.float64) or x.size == 0
-            or any(a.dtype != dtype or not a.flags.c_contiguous for a in arrays)
-            or compiled("batch_norm_backward") is None):
+            or any(a.dtype != dtype or not a.flags.c_contiguous for a in arrays)):
         return None
     g3, x3, dx3 = (a.reshape(channel_view(x.shape, axis)) for a in arrays)
     sums = np.empty((x3.shape[1], 2), np.float64)
     want = call.req[0] != "null"
     stat = np.empty(x3.shape[1], dtype)
-    prepare("batch_norm_backward", g3, x3, stat, stat, stat, sums, dx3, batch, want)
-    loop = compiled("batch_norm_backward")
+    loop = compiled_for("batch_norm_backward", g3, x3, stat, stat, stat, sums, dx3, batch, want)
+    if loop is None:
+        return None
 
     def run(mu, inv, scale):
         loop(g3, x3, mu, inv, scale.astype(dtype, copy=False), sums, dx3, batch, want)
