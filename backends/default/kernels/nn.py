@@ -269,7 +269,7 @@ def batch_norm(call):
     var = xp.empty(mean.shape, mean.dtype)
     eps = cast_scalar(p.eps, var)
     reset_gamma = p.fix_gamma and any(r != "null" for r in call.input_grad_reqs[:3])
-    loops = _compiled_batch_norm(xp, x, out, axis, mean.dtype)
+    loops = _compiled_batch_norm(xp, x, out, axis, mean.dtype, batch)
 
     def run():
         if reset_gamma:
@@ -299,27 +299,28 @@ def batch_norm(call):
 class _BatchNormLoops:
     """BatchNorm's compiled passes (:mod:`.compiled`) over x and out seen as (N, C, rest):
     ``stats(mean, var)`` the batch statistics, ``affine(scale, shift)`` out = x * scale +
-    shift per channel."""
+    shift per channel (``stats`` None for moving statistics)."""
 
     def __init__(self, x3, out3, stats, affine):
-        self.stats = lambda mean, var: stats(x3, mean, var)
+        self.stats = None if stats is None else (lambda mean, var: stats(x3, mean, var))
         self.affine = lambda scale, shift: affine(x3, scale, shift, out3)
 
 
-def _compiled_batch_norm(xp, x, out, axis: int, dtype) -> _BatchNormLoops | None:
-    """BatchNorm's compiled loops over ``axis``, or None where they do not apply (no numba,
-    not the host, the statistics in another dtype than the data, strided arrays). Inception
-    v3's 94 BatchNorm nodes at batch 1 took 9.5 ms with numpy's two passes
-    (benchmarks/README.md)."""
+def _compiled_batch_norm(xp, x, out, axis: int, dtype,
+                         batch: bool = True) -> _BatchNormLoops | None:
+    """BatchNorm's compiled loops over ``axis`` (the statistics' only with ``batch``
+    statistics), or None where they do not apply (no numba, not the host, the statistics in
+    another dtype than the data, strided arrays). Inception v3's 94 BatchNorm nodes at batch
+    1 took 9.5 ms with numpy's two passes (benchmarks/README.md)."""
     if (xp.__name__ != "numpy" or x.dtype != dtype or out.dtype != dtype or x.size == 0
             or dtype not in (np.float32, np.float64)
             or not (x.flags.c_contiguous and out.flags.c_contiguous)):
         return None
     x3, out3 = (a.reshape(channel_view(x.shape, axis)) for a in (x, out))
     stat = np.empty(x3.shape[1], dtype)  # mean, var, scale and shift: this type and layout
-    stats = compiled_for("channel_stats", x3, stat, stat)
+    stats = compiled_for("channel_stats", x3, stat, stat) if batch else None
     affine = compiled_for("channel_affine", x3, stat, stat, out3)
-    if stats is None or affine is None:
+    if affine is None or (batch and stats is None):
         return None
     return _BatchNormLoops(x3, out3, stats, affine)
 
