@@ -295,7 +295,9 @@ def _compiled_backward(call, axis: int, batch: bool):
         return None
 
     def run(mu, inv, scale):
-        loop(g3, x3, mu, inv, scale.astype(dtype, copy=False), sums, dx3, batch, want)
+        # the moving statistics (global stats) may come in another float type
+        loop(g3, x3, mu.astype(dtype, copy=False), inv.astype(dtype, copy=False),
+             scale.astype(dtype, copy=False), sums, dx3, batch, want)
         return sums[:, 0], sums[:, 1]
     return run
 
