@@ -1,6 +1,7 @@
 """Train-step figures on real networks (issue 21), MXNet 1.9.1 timed in alternation in the same
 run (a worker process of the oracle venv, bound once, ``MXNET_SUBGRAPH_BACKEND=NONE``: its
-default CPU backend, oneDNN kernels; see common.MXNetWorker):
+default CPU backend, oneDNN kernels, or unset with ``--mxnet-backend default``; see
+common.MXNetWorker):
 
 - ``resnet18``: ResNet-18 v1 (the Gluon zoo symbol in tests/data/json) with SoftmaxOutput,
   batch 16, 112x112;
@@ -84,7 +85,8 @@ def run(model: str, opts, tmp: str) -> None:
         spec = os.path.join(tmp, f"{model}-spec.json")
         Path(spec).write_text(json.dumps({"symbol": path, "shapes": shapes,
                                           "trained": trained, "int_inputs": ints}))
-        mx = MXNetWorker(opts.mxnet, spec, opts.threads)
+        mx = MXNetWorker(opts.mxnet, spec, opts.threads,
+                         None if opts.mxnet_backend == "default" else opts.mxnet_backend)
     fns = {f"train step {b}": train_step(sym, shapes, ints, trained, b)
            for b in opts.strategies.split(";")}
     kinds = {name: "train" for name in fns}
@@ -112,6 +114,9 @@ def main() -> None:
     ap.add_argument("--strategies", default="NONE;torch",
                     help="strategies (bind backends) separated by ';'")
     ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--mxnet-backend", default="NONE",
+                    help="MXNET_SUBGRAPH_BACKEND for MXNet: NONE (its oneDNN kernels, no graph "
+                         "fusion) or 'default' (unset: MXNet's own choice)")
     opts = ap.parse_args()
     opts.threads = int(os.environ.get("OMP_NUM_THREADS", "2"))
     with tempfile.TemporaryDirectory() as tmp:
