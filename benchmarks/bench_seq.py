@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from common import MXNetWorker, alternating_medians  # noqa: E402
+from common import MXNetWorker, add_mxnet_backend, alternating_medians  # noqa: E402
 
 import graphexec as gx  # noqa: E402
 
@@ -88,8 +88,7 @@ def worker(opts, sym, shapes: dict, ints: dict, trained: list, tmp: str):
     spec = os.path.join(tmp, "spec.json")
     Path(spec).write_text(json.dumps({"symbol": path, "shapes": shapes, "trained": trained,
                                       "int_inputs": ints}))
-    return MXNetWorker(opts.mxnet, spec, opts.threads,
-                       None if opts.mxnet_backend == "default" else opts.mxnet_backend)
+    return MXNetWorker(opts.mxnet, spec, opts.threads, opts.mxnet_backend)
 
 
 def report(title: str, times: dict, kinds: dict) -> None:
@@ -155,9 +154,7 @@ def main() -> None:
                     help="inference strategies, separated by ';'")
     ap.add_argument("--train-strategies", default="NONE;fused")
     ap.add_argument("--repeat", type=int, default=7)
-    ap.add_argument("--mxnet-backend", default="NONE",
-                    help="MXNET_SUBGRAPH_BACKEND for MXNet: NONE (its oneDNN kernels, no graph "
-                         "fusion) or 'default' (unset: MXNet's own choice, its oneDNN fusions)")
+    add_mxnet_backend(ap)
     opts = ap.parse_args()
     opts.threads = int(os.environ.get("OMP_NUM_THREADS", "2"))
     with tempfile.TemporaryDirectory() as tmp:

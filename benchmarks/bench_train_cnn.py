@@ -32,7 +32,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
 from bench_seq import lstm_lm  # noqa: E402
-from common import MXNetWorker, alternating_samples, paired_ratio  # noqa: E402
+from common import MXNetWorker, add_mxnet_backend, alternating_samples, paired_ratio  # noqa: E402
 
 import graphexec as gx  # noqa: E402
 
@@ -85,8 +85,7 @@ def run(model: str, opts, tmp: str) -> None:
         spec = os.path.join(tmp, f"{model}-spec.json")
         Path(spec).write_text(json.dumps({"symbol": path, "shapes": shapes,
                                           "trained": trained, "int_inputs": ints}))
-        mx = MXNetWorker(opts.mxnet, spec, opts.threads,
-                         None if opts.mxnet_backend == "default" else opts.mxnet_backend)
+        mx = MXNetWorker(opts.mxnet, spec, opts.threads, opts.mxnet_backend)
     fns = {f"train step {b}": train_step(sym, shapes, ints, trained, b)
            for b in opts.strategies.split(";")}
     kinds = {name: "train" for name in fns}
@@ -114,9 +113,7 @@ def main() -> None:
     ap.add_argument("--strategies", default="NONE;torch",
                     help="strategies (bind backends) separated by ';'")
     ap.add_argument("--repeat", type=int, default=7)
-    ap.add_argument("--mxnet-backend", default="NONE",
-                    help="MXNET_SUBGRAPH_BACKEND for MXNet: NONE (its oneDNN kernels, no graph "
-                         "fusion) or 'default' (unset: MXNet's own choice)")
+    add_mxnet_backend(ap)
     opts = ap.parse_args()
     opts.threads = int(os.environ.get("OMP_NUM_THREADS", "2"))
     with tempfile.TemporaryDirectory() as tmp:

@@ -68,7 +68,7 @@ def worker_for(folder: Path, name: str, python: str, threads: int,
             "trained": []}
     path = inputs.with_name("spec.json")
     path.write_text(json.dumps(spec))
-    return MXNetWorker(python, str(path), threads, subgraph_backend=None)
+    return MXNetWorker(python, str(path), threads, subgraph_backend="default")
 
 
 def run(folder: Path, name: str, opts) -> None:

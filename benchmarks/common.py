@@ -56,14 +56,14 @@ class MXNetWorker:
     in alternation (the two never run at the same time). ``spec``: a JSON file naming the
     symbol JSON, the input shapes, the trained arguments and the integer inputs (optionally a
     .params file and an .npz of inputs). ``subgraph_backend``: MXNET_SUBGRAPH_BACKEND for
-    MXNet ("NONE"; None leaves MXNet's default CPU backend, oneDNN kernels on)."""
+    MXNet ("NONE"; "default" leaves it unset: MXNet's default CPU backend, oneDNN subgraph
+    fusions on)."""
 
-    def __init__(self, python: str, spec: str, threads: int,
-                 subgraph_backend: str | None = "NONE"):
+    def __init__(self, python: str, spec: str, threads: int, subgraph_backend: str = "NONE"):
         script = os.path.join(os.path.dirname(__file__), "mxnet_oracle.py")
         env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
         env.pop("MXNET_SUBGRAPH_BACKEND", None)
-        if subgraph_backend is not None:
+        if subgraph_backend != "default":
             env["MXNET_SUBGRAPH_BACKEND"] = subgraph_backend
         self.proc = subprocess.Popen([python, script, "serve", spec], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, text=True, env=env)
@@ -82,10 +82,18 @@ class MXNetWorker:
         self.proc.wait()
 
 
-#: seconds to wait before each timed call of :func:`alternating_medians`: threads that spin
+#: seconds to wait before each timed call of :func:`alternating_samples`: threads that spin
 #: after a call (MXNet's OpenMP threads for KMP_BLOCKTIME, 200 ms by default; OpenBLAS's;
 #: ORT's) would otherwise take the cores from whichever side runs next
 SETTLE = 0.3
+
+
+def add_mxnet_backend(ap) -> None:
+    """The ``--mxnet-backend`` option of the scripts that time MXNet (MXNetWorker's
+    ``subgraph_backend``)."""
+    ap.add_argument("--mxnet-backend", default="NONE",
+                    help="MXNET_SUBGRAPH_BACKEND for MXNet: NONE (its oneDNN kernels, no graph "
+                         "fusion) or 'default' (unset: MXNet's own choice, its oneDNN fusions)")
 
 
 def alternating_samples(fns: dict[str, Callable[[], object]], worker: "MXNetWorker | None",

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import graphexec as gx
+from graphexec.core.ir.errors import GraphexecError
 from graphexec.core.subgraph import SubgraphBackend, SubgraphProperty, register_backend
 from graphexec.core.subgraph.api import _BACKENDS
 from graphexec.tools.cli import main
@@ -281,6 +282,13 @@ def test_each_sample_follows_up_to_warmup_s_of_untimed_calls(isolate):
     assert f"{number} forward call(s) timed after {warm} untimed" in _printed(result)
     result = gx.compare("mlp", "NONE", repeat=4, budget_s=0.2, warmup_s=0)
     assert result["warmup_calls"] == {"forward": 0} and "untimed" not in _printed(result)
+
+
+def test_a_negative_warmup_is_refused(capsys):
+    with pytest.raises(GraphexecError, match=r"warmup_s: expected seconds >= 0 .*got -1"):
+        gx.compare("mlp", "NONE", warmup_s=-1)
+    assert main(["compare", "mlp", "--warmup", "-0.5"]) == 1
+    assert "warmup_s: expected seconds >= 0" in capsys.readouterr().err
 
 
 def test_cli_info_backends_diff_plan_and_errors(tmp_path, capsys):

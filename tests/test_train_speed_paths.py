@@ -365,7 +365,7 @@ def test_native_batch_norm_compiled_loops_match_numpy(case, is_train, dtype, mon
     from graphexec.backends.default.kernels import nn, nn_grad
     shape, axis, params = _BN_CASES[case]
     probe = np.zeros(shape, dtype)
-    assert nn._compiled_batch_norm(np, probe, probe, axis, probe.dtype) is not None
+    assert nn._compiled_batch_norm(np, probe, probe, axis, probe.dtype, True) is not None
     params = {"fix_gamma": False, **params}
     got = _batch_norm_results(shape, axis, is_train, dtype, **params)
     with monkeypatch.context() as patch:

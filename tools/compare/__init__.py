@@ -138,6 +138,9 @@ def compare(model: Any, strategies: str | Sequence[str], inputs: dict | None = N
     waking after the others ran. ``isolate``: each strategy in its own process.
     ``progress(strategy, phase)`` is called as each phase starts. A failing strategy is
     recorded in its row; Ctrl-C stops and returns what was measured (``interrupted``)."""
+    if not warmup_s >= 0:
+        raise GraphexecError(f"warmup_s: expected seconds >= 0 (0: no warm-up), got "
+                             f"{warmup_s!r}")
     if not isinstance(model, Model):
         model = load_model(model, shapes=shapes, seed=seed)
     names = parse_strategies(strategies)
@@ -226,7 +229,7 @@ def _calls_per_sample(timer: Callable[[], float], warmup_s: float) -> tuple[int,
     ``warmup_s`` untimed (the fastest of three single calls decides)."""
     fastest = max(min(timer() for _ in range(3)), 1e-7)
     number = max(1, min(1000, math.ceil(SAMPLE_S / fastest)))
-    return number, min(10000, math.floor(max(warmup_s, 0.0) / fastest))
+    return number, min(10000, math.floor(warmup_s / fastest))
 
 
 def _time(result: dict, rows: dict, sessions: dict, base: str, say) -> None:

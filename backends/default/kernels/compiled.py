@@ -31,7 +31,7 @@ import warnings
 
 import numpy as np
 
-__all__ = ["channel_view", "compiled_for"]
+__all__ = ["channel_view", "compiled_for", "loops_apply"]
 
 
 def _depthwise_loops(x, w, out, kh, kw, sh, sw, dh, dw, ph, pw):  # pragma: no cover - numba's
@@ -138,61 +138,27 @@ def _channel_affine(x, scale, shift, out):  # pragma: no cover - numba's
 BLOCK = 1024
 
 
-def _lane_sum(row, lo, hi, acc):  # pragma: no cover - numba's
-    """sum of row[lo:hi] over the eight lanes ``acc`` (in the data type: vectorised).
-    Callers keep hi - lo <= BLOCK and add the result in float64."""
+def _lane_sums(a, b, lo, hi, shift_a, shift_b, acc):  # pragma: no cover - numba's
+    """(sum of d, sum of d * (b[i] - shift_b)) with d = a[i] - shift_a over [lo, hi), in the
+    data type over the sixteen lanes ``acc`` (vectorised; the lanes' order is fixed, so the
+    sums are the same at every call). Callers keep hi - lo <= BLOCK and add the results in
+    float64. With ``b`` = ``a`` and equal shifts: a block's first and second moments."""
     end = hi - (hi - lo) % 8
     acc[:] = 0
     for i in range(lo, end, 8):
         for k in range(8):
-            acc[k] += row[i + k]
-    total = acc.dtype.type(0)
-    for k in range(8):
-        total += acc[k]
-    for i in range(end, hi):
-        total += row[i]
-    return total
-
-
-def _lane_moments(row, lo, hi, shift, acc):  # pragma: no cover - numba's
-    """(sum of d, sum of d ** 2) with d = row[i] - shift over [lo, hi), in one pass over the
-    sixteen lanes ``acc``, as :func:`_lane_sum`."""
-    end = hi - (hi - lo) % 8
-    acc[:] = 0
-    for i in range(lo, end, 8):
-        for k in range(8):
-            d = row[i + k] - shift
+            d = a[i + k] - shift_a
             acc[k] += d
-            acc[8 + k] += d * d
+            acc[8 + k] += d * (b[i + k] - shift_b)
     first, second = acc.dtype.type(0), acc.dtype.type(0)
     for k in range(8):
         first += acc[k]
         second += acc[8 + k]
     for i in range(end, hi):
-        d = row[i] - shift
+        d = a[i] - shift_a
         first += d
-        second += d * d
+        second += d * (b[i] - shift_b)
     return first, second
-
-
-def _lane_sums(a, b, lo, hi, shift, acc):  # pragma: no cover - numba's
-    """(sum of a[i], sum of a[i] * (b[i] - shift)) over [lo, hi), in one pass over the
-    sixteen lanes ``acc``, as :func:`_lane_sum`."""
-    end = hi - (hi - lo) % 8
-    acc[:] = 0
-    for i in range(lo, end, 8):
-        for k in range(8):
-            v = a[i + k]
-            acc[k] += v
-            acc[8 + k] += v * (b[i + k] - shift)
-    plain, dot = acc.dtype.type(0), acc.dtype.type(0)
-    for k in range(8):
-        plain += acc[k]
-        dot += acc[8 + k]
-    for i in range(end, hi):
-        plain += a[i]
-        dot += a[i] * (b[i] - shift)
-    return plain, dot
 
 
 def _channel_stats(x, mean, var):  # pragma: no cover - numba's
@@ -203,6 +169,7 @@ def _channel_stats(x, mean, var):  # pragma: no cover - numba's
     pairwise update (the mean moves by the blocks' difference, the squared deviations gain
     their spread), stable for data far from zero."""
     n, c, m = x.shape
+    zero = x.dtype.type(0)
     for ch in range(c):
         acc = np.zeros(16, x.dtype)
         count, mu, sq = 0.0, 0.0, 0.0
@@ -211,8 +178,9 @@ def _channel_stats(x, mean, var):  # pragma: no cover - numba's
             for lo in range(0, m, BLOCK):
                 hi = min(lo + BLOCK, m)
                 size = np.float64(hi - lo)
-                shift = x.dtype.type(np.float64(_lane_sum(row, lo, hi, acc)) / size)
-                first, second = _lane_moments(row, lo, hi, shift, acc)
+                rough = np.float64(_lane_sums(row, row, lo, hi, zero, zero, acc)[0]) / size
+                shift = x.dtype.type(rough)
+                first, second = _lane_sums(row, row, lo, hi, shift, shift, acc)
                 block_mean = np.float64(shift) + np.float64(first) / size
                 block_sq = max(np.float64(second) - np.float64(first) ** 2 / size, 0.0)
                 merged = count + size
@@ -231,6 +199,7 @@ def _batch_norm_backward(g, x, mean, invstd, scale, sums, dx, batch, want):  # p
     ``g`` (each element is read before it is written)."""
     n, c, m = x.shape
     count = max(n * m, 1)
+    zero = x.dtype.type(0)
     for ch in range(c):
         acc = np.zeros(16, x.dtype)
         inv = np.float64(invstd[ch])
@@ -239,7 +208,7 @@ def _batch_norm_backward(g, x, mean, invstd, scale, sums, dx, batch, want):  # p
         for b in range(n):
             grow, xrow = g[b, ch], x[b, ch]
             for lo in range(0, m, BLOCK):
-                plain, dot = _lane_sums(grow, xrow, lo, min(lo + BLOCK, m), shift, acc)
+                plain, dot = _lane_sums(grow, xrow, lo, min(lo + BLOCK, m), zero, shift, acc)
                 sg += plain
                 sgx += dot
         sgx *= inv
@@ -264,8 +233,8 @@ def _batch_norm_backward(g, x, mean, invstd, scale, sums, dx, batch, want):  # p
 
 #: the compiled functions, in the order the generated module defines them (a loop calls
 #: the ones before it)
-_FUNCTIONS = (_depthwise_flat, _depthwise_loops, _channel_affine, _lane_sum, _lane_moments,
-              _lane_sums, _channel_stats, _batch_norm_backward)
+_FUNCTIONS = (_depthwise_flat, _depthwise_loops, _channel_affine, _lane_sums, _channel_stats,
+              _batch_norm_backward)
 _LOOPS = {"depthwise": "_depthwise_loops", "channel_affine": "_channel_affine",
           "channel_stats": "_channel_stats", "batch_norm_backward": "_batch_norm_backward"}
 _MODULE: list = []
@@ -291,6 +260,13 @@ def _module():
             from graphexec.core.runtime.jit_cache import load_module
             _MODULE.append(load_module(_source()))
     return _MODULE[0]
+
+
+def loops_apply(xp, dtype, *arrays) -> bool:
+    """Whether the loops can take ``arrays``: host (numpy) arrays, not empty, C-contiguous,
+    all of ``dtype``, float32 or float64."""
+    return (xp.__name__ == "numpy" and dtype in (np.float32, np.float64)
+            and all(a.size and a.dtype == dtype and a.flags.c_contiguous for a in arrays))
 
 
 def channel_view(shape: tuple, axis: int) -> tuple[int, int, int]:

@@ -12,7 +12,7 @@ import numpy as np
 from graphexec.core.ops.nn import SELU_ALPHA, SELU_LAMBDA
 
 from .base import bound_by_scalar, cast_scalar, kernel, special
-from .compiled import channel_view, compiled_for
+from .compiled import channel_view, compiled_for, loops_apply
 
 __all__ = ["reshaper", "work_dtype", "matmul_into", "softmax_fn"]
 
@@ -269,13 +269,13 @@ def batch_norm(call):
     var = xp.empty(mean.shape, mean.dtype)
     eps = cast_scalar(p.eps, var)
     reset_gamma = p.fix_gamma and any(r != "null" for r in call.input_grad_reqs[:3])
-    loops = _compiled_batch_norm(xp, x, out, axis, mean.dtype, batch)
+    stats, affine = _compiled_batch_norm(xp, x, out, axis, mean.dtype, batch) or (None, None)
 
     def run():
         if reset_gamma:
             gamma.fill(1)
-        if batch and loops is not None:
-            loops.stats(mean, var)
+        if stats is not None:
+            stats(mean, var)
         elif batch:
             xw = x if x.dtype == mean.dtype else x.astype(mean.dtype)
             xp.mean(xw, axis=reduce, out=mean)
@@ -288,33 +288,21 @@ def batch_norm(call):
         xp.reciprocal(invstd, out=invstd)
         scale = invstd if p.fix_gamma else invstd * gamma
         shift = beta - mean * scale
-        if loops is not None:
-            loops.affine(scale, shift)
+        if affine is not None:
+            affine(scale, shift)
             return
         xp.multiply(x, scale.reshape(bshape), out=out, casting="unsafe")
         xp.add(out, shift.reshape(bshape), out=out, casting="unsafe")
     return run
 
 
-class _BatchNormLoops:
-    """BatchNorm's compiled passes (:mod:`.compiled`) over x and out seen as (N, C, rest):
-    ``stats(mean, var)`` the batch statistics, ``affine(scale, shift)`` out = x * scale +
-    shift per channel (``stats`` None for moving statistics)."""
-
-    def __init__(self, x3, out3, stats, affine):
-        self.stats = None if stats is None else (lambda mean, var: stats(x3, mean, var))
-        self.affine = lambda scale, shift: affine(x3, scale, shift, out3)
-
-
-def _compiled_batch_norm(xp, x, out, axis: int, dtype,
-                         batch: bool = True) -> _BatchNormLoops | None:
-    """BatchNorm's compiled loops over ``axis`` (the statistics' only with ``batch``
-    statistics), or None where they do not apply (no numba, not the host, the statistics in
-    another dtype than the data, strided arrays). Inception v3's 94 BatchNorm nodes at batch
-    1 took 9.5 ms with numpy's two passes (benchmarks/README.md)."""
-    if (xp.__name__ != "numpy" or x.dtype != dtype or out.dtype != dtype or x.size == 0
-            or dtype not in (np.float32, np.float64)
-            or not (x.flags.c_contiguous and out.flags.c_contiguous)):
+def _compiled_batch_norm(xp, x, out, axis: int, dtype, batch: bool):
+    """BatchNorm's compiled passes over ``axis`` (:mod:`.compiled`) as (stats(mean, var),
+    affine(scale, shift)): the batch statistics (None for moving statistics) and out = x *
+    scale + shift per channel; None where they do not apply (no numba, not the host, the
+    statistics in another dtype than the data, strided arrays). Inception v3's 94 BatchNorm
+    nodes at batch 1 took 9.5 ms with numpy's two passes (benchmarks/README.md)."""
+    if not loops_apply(xp, dtype, x, out):
         return None
     x3, out3 = (a.reshape(channel_view(x.shape, axis)) for a in (x, out))
     stat = np.empty(x3.shape[1], dtype)  # mean, var, scale and shift: this type and layout
@@ -322,7 +310,8 @@ def _compiled_batch_norm(xp, x, out, axis: int, dtype,
     affine = compiled_for("channel_affine", x3, stat, stat, out3)
     if affine is None or (batch and stats is None):
         return None
-    return _BatchNormLoops(x3, out3, stats, affine)
+    return (None if stats is None else partial(stats, x3),
+            lambda scale, shift: affine(x3, scale, shift, out3))
 
 
 @kernel("LayerNorm")

@@ -13,7 +13,7 @@ import numpy as np
 from graphexec.core.ops.nn import SELU_ALPHA, SELU_LAMBDA
 
 from .base import cast_scalar, kernel, nothing, sequence, special
-from .compiled import channel_view, compiled_for
+from .compiled import channel_view, compiled_for, loops_apply
 from .nn import matmul_into, prelu_gamma_shape, reshaper, work_dtype
 
 __all__ = ["target", "sum_into", "nothing", "sequence"]
@@ -282,11 +282,9 @@ def _compiled_backward(call, axis: int, batch: bool):
     og, mean, _, x = call.inputs[:4]
     dx = call.outputs[0]
     dtype = mean.dtype
-    arrays = (og, x, dx)
-    if (call.xp.__name__ != "numpy" or dtype not in (np.float32, np.float64) or x.size == 0
-            or any(a.dtype != dtype or not a.flags.c_contiguous for a in arrays)):
+    if not loops_apply(call.xp, dtype, og, x, dx):
         return None
-    g3, x3, dx3 = (a.reshape(channel_view(x.shape, axis)) for a in arrays)
+    g3, x3, dx3 = (a.reshape(channel_view(x.shape, axis)) for a in (og, x, dx))
     sums = np.empty((x3.shape[1], 2), np.float64)
     want = call.req[0] != "null"
     stat = np.empty(x3.shape[1], dtype)
