@@ -384,19 +384,46 @@ def test_native_batch_norm_compiled_loops_match_numpy(case, is_train, dtype, mon
 @pytest.mark.parametrize("shape,loc,scale", [((4, 3, 5000), 1000.0, 0.01),
                                              ((16, 2, 49), 1000.0, 0.01),
                                              ((3, 2, 20000), -50.0, 1e-3),
-                                             ((16, 8, 784), 3.0, 2.0), ((8, 4, 1), 5.0, 1.0)])
+                                             ((16, 8, 784), 3.0, 2.0), ((8, 4, 1), 5.0, 1.0),
+                                             ((40, 300, 16), 1e4, 1.0)])
 def test_batch_norm_statistics_loop_is_exact_within_rounding(shape, loc, scale):
-    """The compiled statistics against float64 sums of the same float32 data, also far
-    from zero (mean 1e5 standard deviations away: numpy's float32 variance is off by up to
-    1e-4 there): the mean and the variance within 1e-6."""
+    """The compiled training forward's statistics against float64 sums of the same float32
+    data, also far from zero (mean 1e5 standard deviations away: numpy's float32 variance is
+    off by up to 1e-4 there), long rows and short ones (in lanes, several blocks of rows):
+    the mean and the variance within 1e-6; the output as numpy computes it from them."""
     pytest.importorskip("numba", reason="the compiled loops need numba")
     from graphexec.backends.default.kernels.compiled import compiled_for
     x = (loc + scale * np.random.default_rng(5).standard_normal(shape)).astype("f4")
-    mean, var = np.empty(shape[1], "f4"), np.empty(shape[1], "f4")
-    compiled_for("channel_stats", x, mean, var)(x, mean, var)
+    c = shape[1]
+    gamma, beta = np.linspace(0.5, 2, c, dtype="f4"), np.linspace(-1, 1, c, dtype="f4")
+    mean, var, invstd, scale_, shift = (np.empty(c, "f4") for _ in range(5))
+    out = np.empty_like(x)
+    args = (x, gamma, beta, np.float32(1e-3), False, mean, var, invstd, scale_, shift, out, 0, c)
+    compiled_for("batch_norm_train", *args)(*args)
     exact = x.astype("f8")
     np.testing.assert_allclose(mean, exact.mean(axis=(0, 2)), rtol=1e-6)
     np.testing.assert_allclose(var, exact.var(axis=(0, 2)), rtol=1e-6)
+    inv = np.reciprocal(np.sqrt(var + np.float32(1e-3)))
+    np.testing.assert_array_equal(invstd, inv)
+    s = inv * gamma
+    np.testing.assert_array_equal(out, x * s[:, None] + (beta - mean * s)[:, None])
+
+
+@pytest.mark.parametrize("shape", [(16, 64, 7, 7), (4, 6, 96, 96)])
+def test_batch_norm_loops_split_across_threads(shape, monkeypatch):
+    """The compiled BatchNorm loops with the channels split across three threads (short and
+    long rows) compute what one thread computes, forward and backward."""
+    pytest.importorskip("numba", reason="the compiled loops need numba")
+    from graphexec.backends.default.kernels import compiled
+    from graphexec.core.runtime import blas_threads
+    want = _batch_norm_results(shape, 1, True, "float32", fix_gamma=False)
+    monkeypatch.setattr(blas_threads, "_blas_threads", lambda: 3)
+    monkeypatch.setattr(compiled, "MIN_PART", 1)
+    parts = blas_threads.split(np, shape[1], 1)
+    assert len(parts) == 3
+    got = _batch_norm_results(shape, 1, True, "float32", fix_gamma=False)
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
 
 
 def test_a_loop_numba_cannot_compile_leaves_the_numpy_code(monkeypatch):
@@ -429,7 +456,7 @@ def test_a_loop_numba_cannot_compile_leaves_the_numpy_code(monkeypatch):
         got = run()
         run()   # warned once per loop, not per kernel
     loops = {re.search(r"loop '(\w+)'", str(w.message)).group(1) for w in caught}
-    assert loops == {"depthwise", "channel_stats", "channel_affine", "batch_norm_backward"}
+    assert loops == {"depthwise", "batch_norm_train", "batch_norm_backward"}
     assert len(caught) == len(loops)
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5 * float(np.abs(w).max()))

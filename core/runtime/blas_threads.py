@@ -82,11 +82,13 @@ def _pool(workers: int) -> ThreadPoolExecutor:
     return ThreadPoolExecutor(workers, thread_name_prefix="graphexec-rnn")
 
 
-def run_parts(xp, parts: list[tuple[int, int]], fn: Callable) -> None:
+def run_parts(xp, parts: list[tuple[int, int]], fn: Callable, one_blas_thread: bool = True
+              ) -> None:
     """``fn(j, u0, u1, sync)`` for every part j = (u0, u1), side by side, BLAS on one
-    thread each; ``sync()`` waits for every part (a barrier). The calling thread runs part
-    0; an exception in any part stops them all and is raised here."""
-    with serial_blas(xp):
+    thread each (``one_blas_thread``; False for parts that call no BLAS: setting the thread
+    counts costs ~35 us); ``sync()`` waits for every part (a barrier). The calling thread
+    runs part 0; an exception in any part stops them all and is raised here."""
+    with serial_blas(xp) if one_blas_thread else contextlib.nullcontext():
         if len(parts) == 1:
             fn(0, *parts[0], lambda: None)
             return

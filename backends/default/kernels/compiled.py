@@ -4,24 +4,31 @@ loop compiled for the arrays of a kernel when the kernel is created (1-3 s the f
 a machine, a fraction of that in later processes: the source goes through the compiled-kernel
 cache, :mod:`graphexec.core.runtime.jit_cache`, a private folder with numba's disk cache
 beside it), or None without numba or when numba fails: the kernels then run their numpy
-code, which computes the same numbers (no fast-math): the depthwise and affine loops bit for
-bit, BatchNorm's statistics and gradients within rounding (below).
+code, which computes the same numbers: the depthwise and affine loops bit for bit,
+BatchNorm's statistics and gradients within rounding (below).
 
 - ``depthwise``: a 2-D depthwise convolution (``conv_fast.compiled_depthwise_runner``);
 - ``channel_affine``: out = x * scale[c] + shift[c] over (N, C, rest), BatchNorm with given
   statistics in one pass (``nn.batch_norm``);
-- ``channel_stats``: BatchNorm's batch mean and biased variance per channel (``nn.batch_norm``);
-- ``batch_norm_backward``: BatchNorm's gradients in two passes per channel, written into the
-  gradient arrays (``nn_grad.batch_norm_backward``).
+- ``batch_norm_train``: BatchNorm's training forward: batch mean and biased variance per
+  channel, then the normalisation of that channel while its data are in cache
+  (``nn.batch_norm``);
+- ``batch_norm_backward``: BatchNorm's gradient sums and data gradient, a few channels at a
+  time, written into the gradient arrays (``nn_grad.batch_norm_backward``).
 
-The BatchNorm loops sum in the data type over eight lanes (vectorised) in blocks of at most
-BLOCK elements, the blocks' sums in float64, two passes for the variance as numpy's: float32
-data gives statistics within rounding of the exact ones (as close as numpy's float32 sums or
-closer, also for data far from zero), not numpy's numbers bit for bit.
-ResNet-18 v1's native train step (batch 16, 112x112) took 0.91-0.96x its time with numpy's
-BatchNorm, MobileNet v1 0.25's 0.94-0.99x. They run on the calling thread: split across
-numba's threads (``parallel=True``, its OpenMP layer) the same steps took 1.24-1.68x, those
-threads and OpenBLAS's spinning against each other on two cores (benchmarks/README.md).
+The BatchNorm loops take long rows (a channel's elements in one sample, SHORT or more) one
+channel at a time, summing blocks of at most BLOCK elements in the data type (vectorised by
+one fast-math flag, ``reassoc``) and the blocks in float64; short rows (ResNet's 7x7 and 4x4
+maps) as lanes: flat loops over a sample's run of channels, one lane per element, blocks of
+rows summed lane by lane. float32 data gives statistics within rounding of the exact ones
+(as close as numpy's float32 sums or closer, also for data far from zero), not numpy's
+numbers bit for bit; the normalisation given the statistics is numpy's, bit for bit.
+Against numpy's BatchNorm, ResNet-18 v1's native train step (batch 16, 112x112) took 0.90x
+its time, MobileNet v1 0.25's 0.84x (benchmarks/README.md). Data of at least two MIN_PART
+runs is split by channels across the host's threads (:func:`over_channels`, Python threads:
+numba's own OpenMP layer and OpenBLAS's threads spun against each other on two cores, the
+steps 1.24-1.68x slower); smaller data stays on the calling thread, where handing work to a
+second thread cost more than it saved.
 """
 from __future__ import annotations
 
@@ -31,7 +38,7 @@ import warnings
 
 import numpy as np
 
-__all__ = ["channel_view", "compiled_for", "loops_apply"]
+__all__ = ["channel_view", "compiled_for", "loops_apply", "over_channels"]
 
 
 def _depthwise_loops(x, w, out, kh, kw, sh, sw, dh, dw, ph, pw):  # pragma: no cover - numba's
@@ -122,121 +129,279 @@ def _depthwise_flat(x, w, out, kh, kw, sh, sw, dh, dw, ph, pw):  # pragma: no co
                     orow[q] = arow[q]
 
 
-def _channel_affine(x, scale, shift, out):  # pragma: no cover - numba's
-    """out[b, c, i] = x[b, c, i] * scale[c] + shift[c] (``x`` and ``out`` as (N, C, rest),
-    possibly the same array): one pass where numpy takes two."""
-    n, c, m = x.shape
-    for b in range(n):
-        for ch in range(c):
-            s, t = scale[ch], shift[ch]
-            src, dst = x[b, ch], out[b, ch]
-            for i in range(m):
-                dst[i] = src[i] * s + t
-
-
 #: the longest run of elements summed in the data type before the sum moves to float64
 BLOCK = 1024
+#: rows (the elements of one channel in one sample) shorter than this are taken in lanes:
+#: flat loops over a sample's run of channels, one lane per element, instead of a short loop
+#: per row (ResNet-18's 4x4 and 7x7 rows: 5-10x faster)
+SHORT = 128
+#: the most lanes (elements) of one run of channels in the lanes' loops (their scratch
+#: arrays stay in the first-level cache)
+LANES = 2048
 
 
-def _lane_sums(a, b, lo, hi, shift_a, shift_b, acc):  # pragma: no cover - numba's
-    """(sum of d, sum of d * (b[i] - shift_b)) with d = a[i] - shift_a over [lo, hi), in the
-    data type over the sixteen lanes ``acc`` (vectorised; the lanes' order is fixed, so the
-    sums are the same at every call). Callers keep hi - lo <= BLOCK and add the results in
-    float64. With ``b`` = ``a`` and equal shifts: a block's first and second moments."""
-    end = hi - (hi - lo) % 8
-    acc[:] = 0
-    for i in range(lo, end, 8):
-        for k in range(8):
-            d = a[i + k] - shift_a
-            acc[k] += d
-            acc[8 + k] += d * (b[i + k] - shift_b)
-    first, second = acc.dtype.type(0), acc.dtype.type(0)
-    for k in range(8):
-        first += acc[k]
-        second += acc[8 + k]
-    for i in range(end, hi):
+def _block_sums(a, b, shift_a, shift_b):  # pragma: no cover - numba's
+    """(sum of d, sum of d * (b[i] - shift_b)) with d = a[i] - shift_a, over 1-D ``a`` and
+    ``b`` of one length (at most BLOCK; callers add the results in float64), in the data
+    type. Compiled with one fast-math flag, ``reassoc``: LLVM sums in vector lanes (5x
+    faster than eight explicit lanes, which it did not vectorise); the order is fixed by
+    the compiled code, NaN and infinities propagate. With ``b`` = ``a`` and equal shifts: a
+    block's first and second moments. Callers pass slices: indices from 0 need no
+    negative-index checks (a loop over [lo, hi) of the whole row ran 3-4x slower)."""
+    first, second = a.dtype.type(0), a.dtype.type(0)
+    for i in range(a.size):
         d = a[i] - shift_a
         first += d
         second += d * (b[i] - shift_b)
     return first, second
 
 
-def _channel_stats(x, mean, var):  # pragma: no cover - numba's
-    """mean[c] and the biased variance var[c] of x (N, C, rest) over its axes 0 and 2, in
-    blocks of at most BLOCK elements: a block's sum gives its rough mean, then (while the
-    block is in cache) its deviations d from that mean give its mean and squared deviations
-    exactly enough (sum d, sum d ** 2, both small); blocks merge in float64 by Chan et al.'s
-    pairwise update (the mean moves by the blocks' difference, the squared deviations gain
-    their spread), stable for data far from zero."""
+def _lane_sums(a, b, shift_a, shift_b, first, second):  # pragma: no cover - numba's
+    """first[i] += d, second[i] += d * (b[i] - shift_b[i]) with d = a[i] - shift_a[i]: the
+    lanes' form of :func:`_block_sums` (every element its own lane, shifts per element)."""
+    for i in range(a.size):
+        d = a[i] - shift_a[i]
+        first[i] += d
+        second[i] += d * (b[i] - shift_b[i])
+
+
+def _merge(state, size, shift, first, second):  # pragma: no cover - numba's
+    """Adds a block of ``size`` elements to ``state`` = (count, mean, squared deviations)
+    in float64 by Chan et al.'s pairwise update: the block's sums ``first`` and ``second``
+    of d and d ** 2, d = x - ``shift`` (a rough mean of the block, so both are small), give
+    its mean and squared deviations; the merged mean moves by the blocks' difference, the
+    squared deviations gain their spread. Stable for data far from zero."""
+    block_mean = np.float64(shift) + first / size
+    block_sq = max(second - first * first / size, 0.0)
+    merged = state[0] + size
+    delta = block_mean - state[1]
+    state[1] += delta * size / merged
+    state[2] += block_sq + delta * delta * state[0] * size / merged
+    state[0] = merged
+
+
+def _expand(values, lo, hi, m, out):  # pragma: no cover - numba's
+    """out[(k - lo) * m + i] = values[k] for channels k in [lo, hi), i < m: per-channel
+    values per lane."""
+    for k in range(lo, hi):
+        v = values[k]
+        base = (k - lo) * m
+        for i in range(m):
+            out[base + i] = v
+
+
+def _group(m):  # pragma: no cover - numba's
+    """How many channels the loops take at a time: one with long rows, else as many as fit
+    LANES lanes."""
+    return 1 if m >= SHORT else max(1, LANES // m)
+
+
+def _moments(x, lo, hi, states, lanes):  # pragma: no cover - numba's
+    """states[k] = (count, mean, squared deviations) of channel lo + k of x (N, C, rest)
+    over axes 0 and 2, in blocks of at most BLOCK elements of a channel: a block's sum gives
+    its rough mean, then (while the block is in cache) its deviations from that mean give
+    its moments exactly enough; blocks merge in float64 (:func:`_merge`). Long rows: blocks
+    within a row (:func:`_block_sums`); short ones: blocks of rows in lanes (``lanes``: four
+    scratch rows of LANES)."""
     n, c, m = x.shape
-    zero = x.dtype.type(0)
-    for ch in range(c):
-        acc = np.zeros(16, x.dtype)
-        count, mu, sq = 0.0, 0.0, 0.0
-        for b in range(n):
-            row = x[b, ch]
-            for lo in range(0, m, BLOCK):
-                hi = min(lo + BLOCK, m)
-                size = np.float64(hi - lo)
-                rough = np.float64(_lane_sums(row, row, lo, hi, zero, zero, acc)[0]) / size
-                shift = x.dtype.type(rough)
-                first, second = _lane_sums(row, row, lo, hi, shift, shift, acc)
-                block_mean = np.float64(shift) + np.float64(first) / size
-                block_sq = max(np.float64(second) - np.float64(first) ** 2 / size, 0.0)
-                merged = count + size
-                delta = block_mean - mu
-                mu += delta * size / merged
-                sq += block_sq + delta * delta * count * size / merged
-                count = merged
-        mean[ch] = mu
-        var[ch] = sq / max(count, 1.0)
+    states[:] = 0
+    if m >= SHORT:
+        zero = x.dtype.type(0)
+        for ch in range(lo, hi):
+            for b in range(n):
+                row = x[b, ch]
+                for start in range(0, m, BLOCK):
+                    block = row[start:min(start + BLOCK, m)]
+                    size = np.float64(block.size)
+                    shift = x.dtype.type(np.float64(_block_sums(block, block, zero, zero)[0])
+                                         / size)
+                    first, second = _block_sums(block, block, shift, shift)
+                    _merge(states[ch - lo], size, shift, np.float64(first), np.float64(second))
+        return
+    xf = x.reshape(n, c * m)
+    width, rows = (hi - lo) * m, max(1, BLOCK // m)
+    first, second, zeros, shifts = lanes[0, :width], lanes[1, :width], lanes[2, :width], \
+        lanes[3, :width]
+    zeros[:] = 0
+    for b0 in range(0, n, rows):
+        b1 = min(b0 + rows, n)
+        size = np.float64((b1 - b0) * m)
+        first[:] = 0
+        for b in range(b0, b1):
+            run = xf[b, lo * m:hi * m]
+            _lane_sums(run, run, zeros, zeros, first, second)
+        for k in range(hi - lo):
+            shifts[k * m:(k + 1) * m] = x.dtype.type(np.float64(first[k * m:(k + 1) * m].sum())
+                                                     / size)
+        first[:] = 0
+        second[:] = 0
+        for b in range(b0, b1):
+            run = xf[b, lo * m:hi * m]
+            _lane_sums(run, run, shifts, shifts, first, second)
+        for k in range(hi - lo):
+            _merge(states[k], size, shifts[k * m], np.float64(first[k * m:(k + 1) * m].sum()),
+                   np.float64(second[k * m:(k + 1) * m].sum()))
 
 
-def _batch_norm_backward(g, x, mean, invstd, scale, sums, dx, batch, want):  # pragma: no cover
-    """Per channel of (N, C, rest): sums[c] = (sum dY, sum dY * xhat) with xhat =
+def _affine(x, scale, shift, out, lo, hi, lanes):  # pragma: no cover - numba's
+    """out[b, c, i] = x[b, c, i] * scale[c] + shift[c] for channels [lo, hi) (``lanes``:
+    scratch rows for short rows' per-lane scale and shift)."""
+    n, c, m = x.shape
+    if m >= SHORT:
+        for ch in range(lo, hi):
+            s, t = scale[ch], shift[ch]
+            for b in range(n):
+                src, dst = x[b, ch], out[b, ch]
+                for i in range(m):
+                    dst[i] = src[i] * s + t
+        return
+    xf, of = x.reshape(n, c * m), out.reshape(n, c * m)
+    s_lanes, t_lanes = lanes[0], lanes[1]
+    _expand(scale, lo, hi, m, s_lanes)
+    _expand(shift, lo, hi, m, t_lanes)
+    for b in range(n):
+        src, dst = xf[b, lo * m:hi * m], of[b, lo * m:hi * m]
+        for i in range(src.size):
+            dst[i] = src[i] * s_lanes[i] + t_lanes[i]
+
+
+def _channel_affine(x, scale, shift, out, c0, c1):  # pragma: no cover - numba's
+    """out[b, c, i] = x[b, c, i] * scale[c] + shift[c] for channels [c0, c1) of ``x`` and
+    ``out`` as (N, C, rest), possibly the same array: one pass where numpy takes two."""
+    step = _group(x.shape[2])
+    lanes = np.empty((2, step * x.shape[2]), x.dtype)
+    for lo in range(c0, c1, step):
+        _affine(x, scale, shift, out, lo, min(lo + step, c1), lanes)
+
+
+def _batch_norm_train(x, gamma, beta, eps, fix_gamma, mean, var, invstd, scale, shift, out, c0,
+                      c1):  # pragma: no cover - numba's
+    """BatchNorm with batch statistics for channels [c0, c1) of (N, C, rest), a few
+    channels at a time, each normalised while its data are still in cache (two passes over
+    memory where statistics then normalisation take three): mean and biased variance
+    (:func:`_moments`), invstd = 1 / sqrt(var + eps), scale = invstd (* gamma unless
+    ``fix_gamma``), shift = beta - mean * scale, out = x * scale + shift, all in the data
+    type in numpy's order (the numpy path's numbers for the same statistics)."""
+    n, c, m = x.shape
+    step = _group(m)
+    states = np.empty((step, 3))
+    lanes = np.empty((4, step * m), x.dtype)
+    one = x.dtype.type(1)
+    for lo in range(c0, c1, step):
+        hi = min(lo + step, c1)
+        _moments(x, lo, hi, states, lanes)
+        for ch in range(lo, hi):
+            state = states[ch - lo]
+            mean[ch] = mu = x.dtype.type(state[1])
+            var[ch] = v = x.dtype.type(state[2] / max(state[0], 1.0))
+            invstd[ch] = inv = one / np.sqrt(v + eps)
+            scale[ch] = s = inv if fix_gamma else inv * gamma[ch]
+            shift[ch] = beta[ch] - mu * s
+        _affine(x, scale, shift, out, lo, hi, lanes)
+
+
+def _gradient_sums(g, x, mean, sums, lo, hi, lanes):  # pragma: no cover - numba's
+    """sums[c] = (sum dY, sum dY * (x - mean[c])) in float64 for channels [lo, hi) of (N, C,
+    rest), in blocks of at most BLOCK elements (long rows) or of rows in lanes."""
+    n, c, m = x.shape
+    sums[lo:hi] = 0
+    if m >= SHORT:
+        zero = x.dtype.type(0)
+        for ch in range(lo, hi):
+            shift = x.dtype.type(mean[ch])
+            for b in range(n):
+                grow, xrow = g[b, ch], x[b, ch]
+                for start in range(0, m, BLOCK):
+                    end = min(start + BLOCK, m)
+                    plain, dot = _block_sums(grow[start:end], xrow[start:end], zero, shift)
+                    sums[ch, 0] += plain
+                    sums[ch, 1] += dot
+        return
+    gf, xf = g.reshape(n, c * m), x.reshape(n, c * m)
+    width, rows = (hi - lo) * m, max(1, BLOCK // m)
+    first, second, zeros, shifts = lanes[0, :width], lanes[1, :width], lanes[2, :width], \
+        lanes[3, :width]
+    zeros[:] = 0
+    _expand(mean, lo, hi, m, shifts)
+    for b0 in range(0, n, rows):
+        first[:] = 0
+        second[:] = 0
+        for b in range(b0, min(b0 + rows, n)):
+            _lane_sums(gf[b, lo * m:hi * m], xf[b, lo * m:hi * m], zeros, shifts, first, second)
+        for k in range(hi - lo):
+            sums[lo + k, 0] += np.float64(first[k * m:(k + 1) * m].sum())
+            sums[lo + k, 1] += np.float64(second[k * m:(k + 1) * m].sum())
+
+
+def _data_gradient(g, x, mean, offset, slope, scale, dx, batch, lo, hi,
+                   lanes):  # pragma: no cover - numba's
+    """dx = (dY - offset[c] - (x - mean[c]) * slope[c]) * scale[c] for batch statistics,
+    dY * scale[c] otherwise, for channels [lo, hi) (``dx`` may be ``g``)."""
+    n, c, m = x.shape
+    if m >= SHORT:
+        for ch in range(lo, hi):
+            s, shift, k1, k2 = scale[ch], x.dtype.type(mean[ch]), offset[ch], slope[ch]
+            for b in range(n):
+                grow, xrow, drow = g[b, ch], x[b, ch], dx[b, ch]
+                if batch:
+                    for i in range(m):
+                        drow[i] = (grow[i] - k1 - (xrow[i] - shift) * k2) * s
+                else:
+                    for i in range(m):
+                        drow[i] = grow[i] * s
+        return
+    gf, xf, df = g.reshape(n, c * m), x.reshape(n, c * m), dx.reshape(n, c * m)
+    width = (hi - lo) * m
+    shifts, offsets, slopes, scales = lanes[0, :width], lanes[1, :width], lanes[2, :width], \
+        lanes[3, :width]
+    _expand(mean, lo, hi, m, shifts)
+    _expand(offset, lo, hi, m, offsets)
+    _expand(slope, lo, hi, m, slopes)
+    _expand(scale, lo, hi, m, scales)
+    for b in range(n):
+        grun, xrun, drun = gf[b, lo * m:hi * m], xf[b, lo * m:hi * m], df[b, lo * m:hi * m]
+        if batch:
+            for i in range(width):
+                drun[i] = (grun[i] - offsets[i] - (xrun[i] - shifts[i]) * slopes[i]) * scales[i]
+        else:
+            for i in range(width):
+                drun[i] = grun[i] * scales[i]
+
+
+def _batch_norm_backward(g, x, mean, invstd, scale, sums, dx, batch, want, c0,
+                         c1):  # pragma: no cover - numba's
+    """For channels [c0, c1) of (N, C, rest), a few at a time (each channel's data gradient
+    while its data are still in cache): sums[c] = (sum dY, sum dY * xhat) with xhat =
     (x - mean) * invstd; then, when ``want``, dx = (dY - (sum dY + xhat * sum dY xhat)
     / count) * scale for batch statistics (``batch``), dY * scale otherwise. ``dx`` may be
     ``g`` (each element is read before it is written)."""
     n, c, m = x.shape
     count = max(n * m, 1)
-    zero = x.dtype.type(0)
-    for ch in range(c):
-        acc = np.zeros(16, x.dtype)
-        inv = np.float64(invstd[ch])
-        shift = x.dtype.type(mean[ch])
-        sg, sgx = 0.0, 0.0
-        for b in range(n):
-            grow, xrow = g[b, ch], x[b, ch]
-            for lo in range(0, m, BLOCK):
-                plain, dot = _lane_sums(grow, xrow, lo, min(lo + BLOCK, m), zero, shift, acc)
-                sg += plain
-                sgx += dot
-        sgx *= inv
-        sums[ch, 0] = sg
-        sums[ch, 1] = sgx
-        if not want:
-            continue
-        s = scale[ch]
-        if batch:
-            k1 = x.dtype.type(sg / count)
-            k2 = x.dtype.type(sgx * inv / count)
-            for b in range(n):
-                grow, xrow, drow = g[b, ch], x[b, ch], dx[b, ch]
-                for i in range(m):
-                    drow[i] = (grow[i] - k1 - (xrow[i] - shift) * k2) * s
-        else:
-            for b in range(n):
-                grow, drow = g[b, ch], dx[b, ch]
-                for i in range(m):
-                    drow[i] = grow[i] * s
+    step = _group(m)
+    lanes = np.empty((4, step * m), x.dtype)
+    offset, slope = np.zeros(c, x.dtype), np.zeros(c, x.dtype)
+    for lo in range(c0, c1, step):
+        hi = min(lo + step, c1)
+        _gradient_sums(g, x, mean, sums, lo, hi, lanes)
+        for ch in range(lo, hi):
+            inv = np.float64(invstd[ch])
+            sums[ch, 1] *= inv
+            if batch:
+                offset[ch] = x.dtype.type(sums[ch, 0] / count)
+                slope[ch] = x.dtype.type(sums[ch, 1] * inv / count)
+        if want:
+            _data_gradient(g, x, mean, offset, slope, scale, dx, batch, lo, hi, lanes)
 
 
 #: the compiled functions, in the order the generated module defines them (a loop calls
 #: the ones before it)
-_FUNCTIONS = (_depthwise_flat, _depthwise_loops, _channel_affine, _lane_sums, _channel_stats,
-              _batch_norm_backward)
+_FUNCTIONS = (_depthwise_flat, _depthwise_loops, _block_sums, _lane_sums, _merge, _expand,
+              _group, _moments, _affine, _channel_affine, _batch_norm_train, _gradient_sums,
+              _data_gradient, _batch_norm_backward)
+#: the one fast-math flag of the block sums (see :func:`_block_sums`)
+_FAST_MATH = {"_block_sums": ", fastmath={'reassoc'}"}
 _LOOPS = {"depthwise": "_depthwise_loops", "channel_affine": "_channel_affine",
-          "channel_stats": "_channel_stats", "batch_norm_backward": "_batch_norm_backward"}
+          "batch_norm_train": "_batch_norm_train", "batch_norm_backward": "_batch_norm_backward"}
 _MODULE: list = []
 #: loops numba failed to compile (warned once each)
 _FAILED: set[str] = set()
@@ -244,9 +409,12 @@ _FAILED: set[str] = set()
 
 def _source() -> str:
     from graphexec.core.runtime.jit_cache import CACHE_OPTION
-    parts = ["import numpy as np", "from numba import njit", "", f"BLOCK = {BLOCK}"]
+    parts = ["import numpy as np", "from numba import njit", "", f"BLOCK = {BLOCK}",
+             f"SHORT = {SHORT}", f"LANES = {LANES}"]
     for fn in _FUNCTIONS:
-        parts += ["", "", f"@njit({CACHE_OPTION}, nogil=True)", inspect.getsource(fn).rstrip()]
+        extra = _FAST_MATH.get(fn.__name__, "")
+        parts += ["", "", f"@njit({CACHE_OPTION}, nogil=True{extra})",
+                  inspect.getsource(fn).rstrip()]
     return "\n".join(parts) + "\n"
 
 
@@ -272,6 +440,27 @@ def loops_apply(xp, dtype, *arrays) -> bool:
 def channel_view(shape: tuple, axis: int) -> tuple[int, int, int]:
     """``shape`` as the loops see it: (before ``axis``, ``axis``, after it)."""
     return math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1:])
+
+
+#: the fewest elements worth a thread of their own in the BatchNorm loops
+MIN_PART = 1 << 20
+
+
+def over_channels(loop, shape: tuple[int, int, int]):
+    """``f(*args)`` running ``loop(*args, c0, c1)`` (a BatchNorm loop) over the channels of
+    data viewed as ``shape`` (N, C, rest), the channels split across the host's threads
+    (:func:`~graphexec.core.runtime.blas_threads.run_parts`; the loops release the GIL)
+    when there are at least MIN_PART elements for each."""
+    from graphexec.core.runtime.blas_threads import run_parts, split
+    n, c, m = shape
+    parts = split(np, c, -(-MIN_PART // max(n * m, 1)))
+    if len(parts) == 1:
+        return lambda *args: loop(*args, 0, c)
+
+    def run(*args):
+        run_parts(np, parts, lambda j, c0, c1, sync: loop(*args, c0, c1),
+                  one_blas_thread=False)
+    return run
 
 
 def compiled_for(name: str, *args):

@@ -12,7 +12,7 @@ import numpy as np
 from graphexec.core.ops.nn import SELU_ALPHA, SELU_LAMBDA
 
 from .base import bound_by_scalar, cast_scalar, kernel, special
-from .compiled import channel_view, compiled_for, loops_apply
+from .compiled import channel_view, compiled_for, loops_apply, over_channels
 
 __all__ = ["reshaper", "work_dtype", "matmul_into", "softmax_fn"]
 
@@ -269,14 +269,15 @@ def batch_norm(call):
     var = xp.empty(mean.shape, mean.dtype)
     eps = cast_scalar(p.eps, var)
     reset_gamma = p.fix_gamma and any(r != "null" for r in call.input_grad_reqs[:3])
-    stats, affine = _compiled_batch_norm(xp, x, out, axis, mean.dtype, batch) or (None, None)
+    train, affine = _compiled_batch_norm(xp, x, out, axis, mean.dtype, batch) or (None, None)
 
     def run():
         if reset_gamma:
             gamma.fill(1)
-        if stats is not None:
-            stats(mean, var)
-        elif batch:
+        if train is not None:
+            train(gamma, beta, eps, p.fix_gamma, mean, var, invstd)
+            return
+        if batch:
             xw = x if x.dtype == mean.dtype else x.astype(mean.dtype)
             xp.mean(xw, axis=reduce, out=mean)
             xp.var(xw, axis=reduce, out=var)
@@ -297,21 +298,34 @@ def batch_norm(call):
 
 
 def _compiled_batch_norm(xp, x, out, axis: int, dtype, batch: bool):
-    """BatchNorm's compiled passes over ``axis`` (:mod:`.compiled`) as (stats(mean, var),
-    affine(scale, shift)): the batch statistics (None for moving statistics) and out = x *
+    """BatchNorm's compiled loops over ``axis`` (:mod:`.compiled`) as (train(gamma, beta,
+    eps, fix_gamma, mean, var, invstd), affine(scale, shift)): with batch statistics the
+    whole forward (statistics and normalisation, a few channels at a time), else out = x *
     scale + shift per channel; None where they do not apply (no numba, not the host, the
-    statistics in another dtype than the data, strided arrays). Inception v3's 94 BatchNorm
-    nodes at batch 1 took 9.5 ms with numpy's two passes (benchmarks/README.md)."""
+    statistics in another dtype than the data, strided arrays). The channels are split
+    across the host's threads for large data (:func:`~.compiled.over_channels`). Inception
+    v3's 94 BatchNorm nodes at batch 1 took 9.5 ms with numpy's two passes
+    (benchmarks/README.md)."""
     if not loops_apply(xp, dtype, x, out):
         return None
     x3, out3 = (a.reshape(channel_view(x.shape, axis)) for a in (x, out))
-    stat = np.empty(x3.shape[1], dtype)  # mean, var, scale and shift: this type and layout
-    stats = compiled_for("channel_stats", x3, stat, stat) if batch else None
-    affine = compiled_for("channel_affine", x3, stat, stat, out3)
-    if affine is None or (batch and stats is None):
+    c = x3.shape[1]
+    stat = np.empty(c, dtype)  # gamma, beta, the statistics: this type and layout
+    if batch:
+        scale, shift = np.empty(c, dtype), np.empty(c, dtype)
+        loop = compiled_for("batch_norm_train", x3, stat, stat, dtype.type(0), True, stat, stat,
+                            stat, stat, stat, out3, 0, c)
+        if loop is None:
+            return None
+        train = over_channels(loop, x3.shape)
+        return (lambda gamma, beta, eps, fix_gamma, mean, var, invstd:
+                train(x3, gamma, beta, eps, fix_gamma, mean, var, invstd, scale, shift, out3),
+                None)
+    loop = compiled_for("channel_affine", x3, stat, stat, out3, 0, c)
+    if loop is None:
         return None
-    return (None if stats is None else partial(stats, x3),
-            lambda scale, shift: affine(x3, scale, shift, out3))
+    affine = over_channels(loop, x3.shape)
+    return None, lambda scale, shift: affine(x3, scale, shift, out3)
 
 
 @kernel("LayerNorm")

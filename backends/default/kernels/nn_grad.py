@@ -13,7 +13,7 @@ import numpy as np
 from graphexec.core.ops.nn import SELU_ALPHA, SELU_LAMBDA
 
 from .base import cast_scalar, kernel, nothing, sequence, special
-from .compiled import channel_view, compiled_for, loops_apply
+from .compiled import channel_view, compiled_for, loops_apply, over_channels
 from .nn import matmul_into, prelu_gamma_shape, reshaper, work_dtype
 
 __all__ = ["target", "sum_into", "nothing", "sequence"]
@@ -288,9 +288,11 @@ def _compiled_backward(call, axis: int, batch: bool):
     sums = np.empty((x3.shape[1], 2), np.float64)
     want = call.req[0] != "null"
     stat = np.empty(x3.shape[1], dtype)
-    loop = compiled_for("batch_norm_backward", g3, x3, stat, stat, stat, sums, dx3, batch, want)
+    loop = compiled_for("batch_norm_backward", g3, x3, stat, stat, stat, sums, dx3, batch, want,
+                        0, x3.shape[1])
     if loop is None:
         return None
+    loop = over_channels(loop, x3.shape)
 
     def run(mu, inv, scale):
         # the moving statistics (global stats) may come in another float type
