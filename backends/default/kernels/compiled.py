@@ -16,13 +16,14 @@ BatchNorm's statistics and gradients within rounding (below).
 - ``batch_norm_backward``: BatchNorm's gradient sums and data gradient, a few channels at a
   time, written into the gradient arrays (``nn_grad.batch_norm_backward``).
 
-The BatchNorm loops take long rows (a channel's elements in one sample, SHORT or more) one
-channel at a time, summing blocks of at most BLOCK elements in the data type (vectorised by
-one fast-math flag, ``reassoc``) and the blocks in float64; short rows (ResNet's 7x7 and 4x4
-maps) as lanes: flat loops over a sample's run of channels, one lane per element, blocks of
-rows summed lane by lane. float32 data gives statistics within rounding of the exact ones
-(as close as numpy's float32 sums or closer, also for data far from zero), not numpy's
-numbers bit for bit; the normalisation given the statistics is numpy's, bit for bit.
+The BatchNorm loops take rows (a channel's elements in one sample) one channel at a time,
+summing blocks of at most BLOCK elements in the data type (vectorised by one fast-math flag,
+``reassoc``) and the blocks in float64; short rows in batches (ResNet's 7x7 and 4x4 maps at
+batch 16, see SHORT) as lanes: flat loops over a sample's run of channels, one lane per
+element, blocks of rows summed lane by lane. float32 data gives statistics within rounding
+of the exact ones (as close as numpy's float32 sums or closer, also for data far from zero),
+not numpy's numbers bit for bit; the normalisation given the statistics is numpy's, bit for
+bit.
 Against numpy's BatchNorm, ResNet-18 v1's native train step (batch 16, 112x112) took 0.90x
 its time, MobileNet v1 0.25's 0.84x (benchmarks/README.md). Data of at least two MIN_PART
 runs is split by channels across the host's threads (:func:`over_channels`, Python threads:
@@ -131,10 +132,12 @@ def _depthwise_flat(x, w, out, kh, kw, sh, sw, dh, dw, ph, pw):  # pragma: no co
 
 #: the longest run of elements summed in the data type before the sum moves to float64
 BLOCK = 1024
-#: rows (the elements of one channel in one sample) shorter than this are taken in lanes:
-#: flat loops over a sample's run of channels, one lane per element, instead of a short loop
-#: per row (ResNet-18's 4x4 and 7x7 rows: 5-10x faster)
-SHORT = 128
+#: rows (the elements of one channel in one sample) shorter than SHORT, in batches of at
+#: least LANE_BATCH samples, or shorter than TINY in any batch, are taken in lanes: flat loops
+#: over a sample's run of channels, one lane per element, instead of a short loop per row
+#: (measured over row lengths 9-196: in lanes 1.8-10x faster below 64 elements at batch 16,
+#: slower from 100; at batch 1 faster below 32 only)
+SHORT, LANE_BATCH, TINY = 80, 4, 32
 #: the most lanes (elements) of one run of channels in the lanes' loops (their scratch
 #: arrays stay in the first-level cache)
 LANES = 2048
@@ -190,10 +193,15 @@ def _expand(values, lo, hi, m, out):  # pragma: no cover - numba's
             out[base + i] = v
 
 
-def _group(m):  # pragma: no cover - numba's
-    """How many channels the loops take at a time: one with long rows, else as many as fit
-    LANES lanes."""
-    return 1 if m >= SHORT else max(1, LANES // m)
+def _lanes(n, m):  # pragma: no cover - numba's
+    """Whether rows of ``m`` elements in ``n`` samples are taken in lanes."""
+    return m < TINY or (m < SHORT and n >= LANE_BATCH)
+
+
+def _group(n, m):  # pragma: no cover - numba's
+    """How many channels the loops take at a time: one with rows taken one by one, else as
+    many as fit LANES lanes."""
+    return max(1, LANES // m) if _lanes(n, m) else 1
 
 
 def _moments(x, lo, hi, states, lanes):  # pragma: no cover - numba's
@@ -205,7 +213,7 @@ def _moments(x, lo, hi, states, lanes):  # pragma: no cover - numba's
     scratch rows of LANES)."""
     n, c, m = x.shape
     states[:] = 0
-    if m >= SHORT:
+    if not _lanes(n, m):
         zero = x.dtype.type(0)
         for ch in range(lo, hi):
             for b in range(n):
@@ -247,7 +255,7 @@ def _affine(x, scale, shift, out, lo, hi, lanes):  # pragma: no cover - numba's
     """out[b, c, i] = x[b, c, i] * scale[c] + shift[c] for channels [lo, hi) (``lanes``:
     scratch rows for short rows' per-lane scale and shift)."""
     n, c, m = x.shape
-    if m >= SHORT:
+    if not _lanes(n, m):
         for ch in range(lo, hi):
             s, t = scale[ch], shift[ch]
             for b in range(n):
@@ -267,11 +275,16 @@ def _affine(x, scale, shift, out, lo, hi, lanes):  # pragma: no cover - numba's
 
 def _channel_affine(x, scale, shift, out, c0, c1):  # pragma: no cover - numba's
     """out[b, c, i] = x[b, c, i] * scale[c] + shift[c] for channels [c0, c1) of ``x`` and
-    ``out`` as (N, C, rest), possibly the same array: one pass where numpy takes two."""
-    step = _group(x.shape[2])
-    lanes = np.empty((2, step * x.shape[2]), x.dtype)
-    for lo in range(c0, c1, step):
-        _affine(x, scale, shift, out, lo, min(lo + step, c1), lanes)
+    ``out`` as (N, C, rest), possibly the same array: one pass where numpy takes two, in
+    memory order (row by row: in lanes, with the per-lane scale and shift to write first,
+    it was slower at every size measured but 4x4 maps at batch 16)."""
+    n, c, m = x.shape
+    for b in range(n):
+        for ch in range(c0, c1):
+            s, t = scale[ch], shift[ch]
+            src, dst = x[b, ch], out[b, ch]
+            for i in range(m):
+                dst[i] = src[i] * s + t
 
 
 def _batch_norm_train(x, gamma, beta, eps, fix_gamma, mean, var, invstd, scale, shift, out, c0,
@@ -283,7 +296,7 @@ def _batch_norm_train(x, gamma, beta, eps, fix_gamma, mean, var, invstd, scale, 
     ``fix_gamma``), shift = beta - mean * scale, out = x * scale + shift, all in the data
     type in numpy's order (the numpy path's numbers for the same statistics)."""
     n, c, m = x.shape
-    step = _group(m)
+    step = _group(n, m)
     states = np.empty((step, 3))
     lanes = np.empty((4, step * m), x.dtype)
     one = x.dtype.type(1)
@@ -305,7 +318,7 @@ def _gradient_sums(g, x, mean, sums, lo, hi, lanes):  # pragma: no cover - numba
     rest), in blocks of at most BLOCK elements (long rows) or of rows in lanes."""
     n, c, m = x.shape
     sums[lo:hi] = 0
-    if m >= SHORT:
+    if not _lanes(n, m):
         zero = x.dtype.type(0)
         for ch in range(lo, hi):
             shift = x.dtype.type(mean[ch])
@@ -338,7 +351,7 @@ def _data_gradient(g, x, mean, offset, slope, scale, dx, batch, lo, hi,
     """dx = (dY - offset[c] - (x - mean[c]) * slope[c]) * scale[c] for batch statistics,
     dY * scale[c] otherwise, for channels [lo, hi) (``dx`` may be ``g``)."""
     n, c, m = x.shape
-    if m >= SHORT:
+    if not _lanes(n, m):
         for ch in range(lo, hi):
             s, shift, k1, k2 = scale[ch], x.dtype.type(mean[ch]), offset[ch], slope[ch]
             for b in range(n):
@@ -377,7 +390,7 @@ def _batch_norm_backward(g, x, mean, invstd, scale, sums, dx, batch, want, c0,
     ``g`` (each element is read before it is written)."""
     n, c, m = x.shape
     count = max(n * m, 1)
-    step = _group(m)
+    step = _group(n, m)
     lanes = np.empty((4, step * m), x.dtype)
     offset, slope = np.zeros(c, x.dtype), np.zeros(c, x.dtype)
     for lo in range(c0, c1, step):
@@ -396,7 +409,7 @@ def _batch_norm_backward(g, x, mean, invstd, scale, sums, dx, batch, want, c0,
 #: the compiled functions, in the order the generated module defines them (a loop calls
 #: the ones before it)
 _FUNCTIONS = (_depthwise_flat, _depthwise_loops, _block_sums, _lane_sums, _merge, _expand,
-              _group, _moments, _affine, _channel_affine, _batch_norm_train, _gradient_sums,
+              _lanes, _group, _moments, _affine, _channel_affine, _batch_norm_train, _gradient_sums,
               _data_gradient, _batch_norm_backward)
 #: the one fast-math flag of the block sums (see :func:`_block_sums`)
 _FAST_MATH = {"_block_sums": ", fastmath={'reassoc'}"}
@@ -410,7 +423,8 @@ _FAILED: set[str] = set()
 def _source() -> str:
     from graphexec.core.runtime.jit_cache import CACHE_OPTION
     parts = ["import numpy as np", "from numba import njit", "", f"BLOCK = {BLOCK}",
-             f"SHORT = {SHORT}", f"LANES = {LANES}"]
+             f"SHORT = {SHORT}", f"LANE_BATCH = {LANE_BATCH}", f"TINY = {TINY}",
+             f"LANES = {LANES}"]
     for fn in _FUNCTIONS:
         extra = _FAST_MATH.get(fn.__name__, "")
         parts += ["", "", f"@njit({CACHE_OPTION}, nogil=True{extra})",
