@@ -5,6 +5,7 @@ tests/data/train_speed/make_train_speed.py) within float32 noise, as native exec
 which nodes get the variant, and the errors. Skips (saying so) without PyTorch."""
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 from pathlib import Path
@@ -46,9 +47,9 @@ def _close(got, want, what: str) -> None:
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=2e-5 * scale, err_msg=what)
 
 
-def _marked(exe) -> dict[str, str]:
+def _marked(exe, variant: str = "torch") -> dict[str, str]:
     return {n.name: n.op.name for n in exe._plan.graph.indexed.nodes
-            if n.op is not None and n.attrs.get(KERNEL_ATTR) == "torch"}
+            if n.op is not None and n.attrs.get(KERNEL_ATTR) == variant}
 
 
 @pytest.mark.parametrize("case", sorted(META["cases"]))
@@ -67,17 +68,73 @@ def test_train_steps_match_mxnet(case, backend):
 
 def test_which_nodes_run_torch_kernels():
     _needs_torch()
-    marked = _marked(_run("mobilenet_like", "torch"))
+    exe = _run("mobilenet_like", "torch")
+    marked = _marked(exe)
     ops = set(marked.values())
-    assert {"Convolution", "_backward_Convolution", "BatchNorm", "_backward_BatchNorm",
-            "Activation", "_backward_Activation", "FullyConnected",
-            "_backward_FullyConnected"} <= ops
+    assert {"Convolution", "_backward_Convolution", "Activation", "_backward_Activation",
+            "FullyConnected", "_backward_FullyConnected"} <= ops
+    # BatchNorm: the native compiled loops on numba's threads where numba is installed
+    bn = {"BatchNorm", "_backward_BatchNorm"}
+    has_numba = importlib.util.find_spec("numba") is not None
+    assert bn <= set(_marked(exe, "openmp").values()) if has_numba else bn <= ops
+    reasons = {d.reason for d in exe.partition_plan.nodes.values()}
+    assert any("numba's threads" in r for r in reasons) == has_numba
     # 'full' max pooling whose output size PyTorch's ceil_mode gives, its backward with it
     assert {"pool_full", "pool_full_backward"} <= set(marked)
     # global pooling stays native, and so does its backward
     assert "gpool" not in marked and "gpool_backward" not in marked
     # SoftmaxOutput's forward runs ATen's softmax, its backward stays native
     assert "SoftmaxOutput" in ops and "_backward_SoftmaxOutput" not in ops
+
+
+def test_batch_norm_without_numba_runs_pytorchs_kernel(monkeypatch):
+    """Without numba (or its variant) the strategy keeps PyTorch's BatchNorm, and the step
+    still matches MXNet's."""
+    _needs_torch()
+    from graphexec.backends.torchcpu import select
+    monkeypatch.setattr(select, "_openmp_batch_norm", lambda: False)
+    exe = _run("resnet_like", "torch")
+    assert {"BatchNorm", "_backward_BatchNorm"} <= set(_marked(exe).values())
+    assert not _marked(exe, "openmp")
+    _close(exe.outputs[0], ARRAYS["resnet_like/out/0"], "resnet_like output")
+    for name, grad in exe.grad_dict.items():
+        if f"resnet_like/grad/{name}" in ARRAYS:
+            _close(grad, ARRAYS[f"resnet_like/grad/{name}"], f"resnet_like d{name}")
+
+
+@pytest.mark.parametrize("shape", [(16, 64, 7, 7), (4, 6, 96, 96)])
+def test_openmp_batch_norm_split_matches_one_thread(shape, monkeypatch):
+    """The BatchNorm variant on numba's threads, forced to split the channels into three
+    parts (short rows in lanes and long rows), computes what the plain kernel computes on
+    one thread, bit for bit: outputs, gradients, moving statistics."""
+    pytest.importorskip("numba", reason="the compiled loops need numba")
+    from graphexec.backends.default.kernels import compiled
+    from graphexec.core.runtime import blas_threads
+    sym = gx.sym.BatchNorm(gx.sym.Variable("x"), fix_gamma=False, name="bn") * \
+        gx.sym.Variable("w")
+
+    def run(variant):
+        exe = sym.simple_bind(gx.cpu(), x=shape, w=shape,
+                              grad_req={"x": "write", "w": "null", "bn_gamma": "write",
+                                        "bn_beta": "write"})
+        if variant:
+            for node in exe._plan.graph.indexed.nodes:
+                if node.op is not None and "BatchNorm" in node.op.name:
+                    node.attrs[KERNEL_ATTR] = variant
+        rng = np.random.default_rng(7)
+        for name, arr in list(exe.arg_dict.items()) + list(exe.aux_dict.items()):
+            arr[...] = rng.uniform(0.5, 1.5, arr.shape) if name.endswith("var") else \
+                rng.standard_normal(arr.shape) * 2 + 1
+        exe.forward(is_train=True)
+        exe.backward(rng.standard_normal(shape).astype("f4"))
+        return [exe.outputs[0], *(exe.grad_dict[k] for k in ("x", "bn_gamma", "bn_beta")),
+                *exe.aux_dict.values()]
+    want = [a.copy() for a in run(None)]
+    monkeypatch.setattr(blas_threads, "_blas_threads", lambda: 3)
+    monkeypatch.setattr(compiled, "MIN_OPENMP_PART", 1)
+    got = run("openmp")
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
 
 
 def test_unsupported_nodes_stay_native_with_a_reason():
@@ -178,10 +235,13 @@ EDGE_CASES = {
 
 
 @pytest.mark.parametrize("case", sorted(EDGE_CASES))
-def test_variant_matches_native_on_edge_cases(case):
+def test_variant_matches_native_on_edge_cases(case, monkeypatch):
     """The native kernels are checked against MXNet per op (tests/opcases, refcases); here the
-    variant against them, forward, every gradient and the moving statistics."""
+    variant against them, forward, every gradient and the moving statistics (PyTorch's
+    BatchNorm too: the strategy's choice where numba is missing)."""
     _needs_torch()
+    from graphexec.backends.torchcpu import select
+    monkeypatch.setattr(select, "_openmp_batch_norm", lambda: False)
     sym, shape = EDGE_CASES[case]
     results = []
     for backend in ("NONE", "torch"):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from graphexec.core.hookspecs import hookimpl
 
-from .kernels import INPLACE, load_all
+from .kernels import INPLACE, load_all, load_variants
 from .subgraph import make_backend, make_backend_v2
 
 __all__ = ["graphexec_register_kernels", "graphexec_register_subgraph_backends"]
@@ -12,9 +12,13 @@ __all__ = ["graphexec_register_kernels", "graphexec_register_subgraph_backends"]
 
 @hookimpl
 def graphexec_register_kernels(registry) -> None:
-    """Register every native kernel for device ``any``."""
+    """Register every native kernel for device ``any``, and the host variants (see
+    ``kernels.OPENMP``) for the CPU."""
     for op_name, factory in load_all().items():
         registry.register(op_name, factory, device="any", inplace=op_name in INPLACE)
+    for (op_name, variant), factory in load_variants().items():
+        registry.register(op_name, factory, device="cpu", inplace=op_name in INPLACE,
+                          variant=variant)
 
 
 @hookimpl

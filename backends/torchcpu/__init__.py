@@ -9,8 +9,10 @@ plugin: PyTorch is not a dependency of graphexec (``pip install torch``, the CPU
     exe = sym.simple_bind(gx.cpu(), backend="torch", data=(16, 3, 112, 112))
 
 No region is cut: after the gradient pass the supported nodes and their backward nodes are
-marked to run the ``torch`` kernel variants (:mod:`.select`, :mod:`.kernels`); the rest runs
-natively. PyTorch's threads follow OMP_NUM_THREADS (``torch.set_num_threads`` changes them).
+marked to run the ``torch`` kernel variants (:mod:`.select`, :mod:`.kernels`); BatchNorm,
+where numba is installed, the native kernels' ``openmp`` variant instead (their compiled
+loops on numba's threads, faster than PyTorch's NCHW BatchNorm); the rest runs natively.
+PyTorch's threads follow OMP_NUM_THREADS (``torch.set_num_threads`` changes them).
 """
 from __future__ import annotations
 

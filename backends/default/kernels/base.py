@@ -33,6 +33,20 @@ def kernel(*op_names: str, inplace: bool = False) -> Callable[[KernelFactory], K
     return deco
 
 
+#: (op name, variant name) -> factory of a host kernel variant, registered for the CPU: a
+#: pass of any plugin chooses it for a node by naming the variant (``KERNEL_ATTR``)
+VARIANTS: dict[tuple[str, str], KernelFactory] = {}
+
+
+def kernel_variant(op_name: str, variant: str) -> Callable[[KernelFactory], KernelFactory]:
+    """Register the decorated factory as ``op_name``'s kernel variant ``variant`` (in place
+    where the plain kernel is)."""
+    def deco(factory: KernelFactory) -> KernelFactory:
+        VARIANTS[(op_name, variant)] = factory
+        return factory
+    return deco
+
+
 def special(xp):
     """scipy.special on the host, cupyx.scipy.special on a GPU (erf, erfinv, gamma...)."""
     if xp.__name__ == "numpy":

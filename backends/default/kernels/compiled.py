@@ -14,7 +14,9 @@ BatchNorm's statistics and gradients within rounding (below).
   channel, then the normalisation of that channel while its data are in cache
   (``nn.batch_norm``);
 - ``batch_norm_backward``: BatchNorm's gradient sums and data gradient, a few channels at a
-  time, written into the gradient arrays (``nn_grad.batch_norm_backward``).
+  time, written into the gradient arrays (``nn_grad.batch_norm_backward``);
+- ``batch_norm_train_parts``, ``batch_norm_backward_parts``: the same over channel ranges on
+  numba's threads (``parallel=True``), for the kernels' ``openmp`` variant.
 
 The BatchNorm loops take rows (a channel's elements in one sample) one channel at a time,
 summing blocks of at most BLOCK elements in the data type (vectorised by one fast-math flag,
@@ -26,10 +28,12 @@ not numpy's numbers bit for bit; the normalisation given the statistics is numpy
 bit.
 Against numpy's BatchNorm, ResNet-18 v1's native train step (batch 16, 112x112) took 0.90x
 its time, MobileNet v1 0.25's 0.84x (benchmarks/README.md). Data of at least two MIN_PART
-runs is split by channels across the host's threads (:func:`over_channels`, Python threads:
-numba's own OpenMP layer and OpenBLAS's threads spun against each other on two cores, the
-steps 1.24-1.68x slower); smaller data stays on the calling thread, where handing work to a
-second thread cost more than it saved.
+runs is split by channels across the host's threads (:func:`over_channels`), Python threads
+in the plain kernels: numba's OpenMP threads and OpenBLAS's spun against each other on two
+cores in native steps (1.20-1.68x slower); smaller data stays on the calling thread, where
+handing work to a Python thread cost more than it saved. The ``openmp`` variant (chosen by
+the ``torch`` strategy, whose heavy kernels are PyTorch's) splits from MIN_OPENMP_PART
+elements a part on numba's threads, which start a part at once.
 """
 from __future__ import annotations
 
@@ -40,6 +44,10 @@ import warnings
 import numpy as np
 
 __all__ = ["channel_view", "compiled_for", "loops_apply", "over_channels"]
+
+#: the functions below are source for numba (:func:`_source`), which gives ``prange`` its
+#: meaning there; as Python they are never called
+prange = range
 
 
 def _depthwise_loops(x, w, out, kh, kw, sh, sw, dh, dw, ph, pw):  # pragma: no cover - numba's
@@ -406,15 +414,38 @@ def _batch_norm_backward(g, x, mean, invstd, scale, sums, dx, batch, want, c0,
             _data_gradient(g, x, mean, offset, slope, scale, dx, batch, lo, hi, lanes)
 
 
+def _batch_norm_train_parts(x, gamma, beta, eps, fix_gamma, mean, var, invstd, scale, shift,
+                            out, bounds):  # pragma: no cover - numba's
+    """:func:`_batch_norm_train` over the channel ranges [bounds[j], bounds[j + 1]), one per
+    thread of numba's pool (its threading layer: OpenMP where TBB is not installed)."""
+    for j in prange(bounds.size - 1):
+        _batch_norm_train(x, gamma, beta, eps, fix_gamma, mean, var, invstd, scale, shift, out,
+                          bounds[j], bounds[j + 1])
+
+
+def _batch_norm_backward_parts(g, x, mean, invstd, scale, sums, dx, batch, want,
+                               bounds):  # pragma: no cover - numba's
+    """:func:`_batch_norm_backward` over the channel ranges of ``bounds``, one per thread of
+    numba's pool."""
+    for j in prange(bounds.size - 1):
+        _batch_norm_backward(g, x, mean, invstd, scale, sums, dx, batch, want, bounds[j],
+                             bounds[j + 1])
+
+
 #: the compiled functions, in the order the generated module defines them (a loop calls
 #: the ones before it)
 _FUNCTIONS = (_depthwise_flat, _depthwise_loops, _block_sums, _lane_sums, _merge, _expand,
               _lanes, _group, _moments, _affine, _channel_affine, _batch_norm_train, _gradient_sums,
-              _data_gradient, _batch_norm_backward)
-#: the one fast-math flag of the block sums (see :func:`_block_sums`)
-_FAST_MATH = {"_block_sums": ", fastmath={'reassoc'}"}
+              _data_gradient, _batch_norm_backward, _batch_norm_train_parts,
+              _batch_norm_backward_parts)
+#: the options beyond caching and nogil: the one fast-math flag of the block sums (see
+#: :func:`_block_sums`), numba's threads for the loops over channel ranges
+_OPTIONS = {"_block_sums": ", fastmath={'reassoc'}", "_batch_norm_train_parts": ", parallel=True",
+            "_batch_norm_backward_parts": ", parallel=True"}
 _LOOPS = {"depthwise": "_depthwise_loops", "channel_affine": "_channel_affine",
-          "batch_norm_train": "_batch_norm_train", "batch_norm_backward": "_batch_norm_backward"}
+          "batch_norm_train": "_batch_norm_train", "batch_norm_backward": "_batch_norm_backward",
+          "batch_norm_train_parts": "_batch_norm_train_parts",
+          "batch_norm_backward_parts": "_batch_norm_backward_parts"}
 _MODULE: list = []
 #: loops numba failed to compile (warned once each)
 _FAILED: set[str] = set()
@@ -422,11 +453,11 @@ _FAILED: set[str] = set()
 
 def _source() -> str:
     from graphexec.core.runtime.jit_cache import CACHE_OPTION
-    parts = ["import numpy as np", "from numba import njit", "", f"BLOCK = {BLOCK}",
+    parts = ["import numpy as np", "from numba import njit, prange", "", f"BLOCK = {BLOCK}",
              f"SHORT = {SHORT}", f"LANE_BATCH = {LANE_BATCH}", f"TINY = {TINY}",
              f"LANES = {LANES}"]
     for fn in _FUNCTIONS:
-        extra = _FAST_MATH.get(fn.__name__, "")
+        extra = _OPTIONS.get(fn.__name__, "")
         parts += ["", "", f"@njit({CACHE_OPTION}, nogil=True{extra})",
                   inspect.getsource(fn).rstrip()]
     return "\n".join(parts) + "\n"
@@ -456,17 +487,24 @@ def channel_view(shape: tuple, axis: int) -> tuple[int, int, int]:
     return math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1:])
 
 
-#: the fewest elements worth a thread of their own in the BatchNorm loops
-MIN_PART = 1 << 20
+#: the fewest elements worth a thread of their own in the BatchNorm loops: on Python threads
+#: (handing work over cost more than it saved below), on numba's OpenMP threads (they spin
+#: briefly after a loop, so a part starts at once: 2^14 to 2^16 measured alike, 2^18 lost)
+MIN_PART, MIN_OPENMP_PART = 1 << 20, 1 << 14
 
 
-def over_channels(loop, shape: tuple[int, int, int]):
+def over_channels(loop, shape: tuple[int, int, int], openmp_loop=None):
     """``f(*args)`` running ``loop(*args, c0, c1)`` (a BatchNorm loop) over the channels of
-    data viewed as ``shape`` (N, C, rest), the channels split across the host's threads
-    (:func:`~graphexec.core.runtime.blas_threads.run_parts`; the loops release the GIL)
-    when there are at least MIN_PART elements for each."""
+    data viewed as ``shape`` (N, C, rest), the channels split across the host's threads (one
+    part per BLAS thread, :func:`~graphexec.core.runtime.blas_threads.split`): given
+    ``openmp_loop`` (the loop's ``_parts`` form, taking the parts' bounds; ``loop`` is then
+    not used) on numba's own threads, at least MIN_OPENMP_PART elements a part; otherwise on
+    Python threads (:func:`~graphexec.core.runtime.blas_threads.run_parts`; the loops
+    release the GIL), at least MIN_PART elements a part."""
     from graphexec.core.runtime.blas_threads import run_parts, split
     n, c, m = shape
+    if openmp_loop is not None:  # one part too: the serial loop is then not compiled at all
+        return _on_numba_threads(openmp_loop, split(np, c, -(-MIN_OPENMP_PART // max(n * m, 1))))
     parts = split(np, c, -(-MIN_PART // max(n * m, 1)))
     if len(parts) == 1:
         return lambda *args: loop(*args, 0, c)
@@ -474,6 +512,23 @@ def over_channels(loop, shape: tuple[int, int, int]):
     def run(*args):
         run_parts(np, parts, lambda j, c0, c1, sync: loop(*args, c0, c1),
                   one_blas_thread=False)
+    return run
+
+
+def _on_numba_threads(loop, parts: list[tuple[int, int]]):
+    """``f(*args)`` calling ``loop(*args, bounds)`` with numba's threads set to the number
+    of parts (the setting is the calling thread's own; the previous one is put back)."""
+    import numba
+    bounds = np.array([lo for lo, _ in parts] + [parts[-1][1]], np.int64)
+    threads = min(len(parts), numba.config.NUMBA_NUM_THREADS)
+
+    def run(*args):
+        before = numba.get_num_threads()
+        numba.set_num_threads(threads)
+        try:
+            loop(*args, bounds)
+        finally:
+            numba.set_num_threads(before)
     return run
 
 

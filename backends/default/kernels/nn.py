@@ -11,7 +11,7 @@ import numpy as np
 
 from graphexec.core.ops.nn import SELU_ALPHA, SELU_LAMBDA
 
-from .base import bound_by_scalar, cast_scalar, kernel, special
+from .base import bound_by_scalar, cast_scalar, kernel, kernel_variant, special
 from .compiled import channel_view, compiled_for, loops_apply, over_channels
 
 __all__ = ["reshaper", "work_dtype", "matmul_into", "softmax_fn"]
@@ -252,6 +252,17 @@ def softmax_activation(call):
 # -- normalisation ------------------------------------------------------------------------
 @kernel("BatchNorm")
 def batch_norm(call):
+    """BatchNorm (see :func:`_batch_norm`), large data's compiled loops on Python threads."""
+    return _batch_norm(call, openmp=False)
+
+
+@kernel_variant("BatchNorm", "openmp")
+def batch_norm_openmp(call):
+    """BatchNorm with the compiled loops on numba's threads (``kernels.OPENMP``)."""
+    return _batch_norm(call, openmp=True)
+
+
+def _batch_norm(call, openmp: bool):
     """Batch statistics (biased variance) when training without use_global_stats, else the
     moving ones. Outputs mean and var hold the mean and the inverse standard deviation; the
     moving statistics are left alone (MXNet updates them in backward). With fix_gamma, gamma
@@ -269,7 +280,8 @@ def batch_norm(call):
     var = xp.empty(mean.shape, mean.dtype)
     eps = cast_scalar(p.eps, var)
     reset_gamma = p.fix_gamma and any(r != "null" for r in call.input_grad_reqs[:3])
-    train, affine = _compiled_batch_norm(xp, x, out, axis, mean.dtype, batch) or (None, None)
+    train, affine = _compiled_batch_norm(xp, x, out, axis, mean.dtype, batch, openmp) or \
+        (None, None)
 
     def run():
         if reset_gamma:
@@ -297,13 +309,14 @@ def batch_norm(call):
     return run
 
 
-def _compiled_batch_norm(xp, x, out, axis: int, dtype, batch: bool):
+def _compiled_batch_norm(xp, x, out, axis: int, dtype, batch: bool, openmp: bool = False):
     """BatchNorm's compiled loops over ``axis`` (:mod:`.compiled`) as (train(gamma, beta,
     eps, fix_gamma, mean, var, invstd), affine(scale, shift)): with batch statistics the
     whole forward (statistics and normalisation, a few channels at a time), else out = x *
     scale + shift per channel; None where they do not apply (no numba, not the host, the
     statistics in another dtype than the data, strided arrays). The channels are split
-    across the host's threads for large data (:func:`~.compiled.over_channels`). Inception
+    across the host's threads for large data (:func:`~.compiled.over_channels`; numba's with
+    ``openmp``, for the training forward). Inception
     v3's 94 BatchNorm nodes at batch 1 took 9.5 ms with numpy's two passes
     (benchmarks/README.md)."""
     if not loops_apply(xp, dtype, x, out):
@@ -313,11 +326,14 @@ def _compiled_batch_norm(xp, x, out, axis: int, dtype, batch: bool):
     stat = np.empty(c, dtype)  # gamma, beta, the statistics: this type and layout
     if batch:
         scale, shift = np.empty(c, dtype), np.empty(c, dtype)
-        loop = compiled_for("batch_norm_train", x3, stat, stat, dtype.type(0), True, stat, stat,
-                            stat, stat, stat, out3, 0, c)
-        if loop is None:
+        args = (x3, stat, stat, dtype.type(0), True, stat, stat, stat, stat, stat, out3)
+        if openmp:
+            loop, parts = None, compiled_for("batch_norm_train_parts", *args, _BOUNDS)
+        else:
+            loop, parts = compiled_for("batch_norm_train", *args, 0, c), None
+        if loop is None and parts is None:
             return None
-        train = over_channels(loop, x3.shape)
+        train = over_channels(loop, x3.shape, parts)
         return (lambda gamma, beta, eps, fix_gamma, mean, var, invstd:
                 train(x3, gamma, beta, eps, fix_gamma, mean, var, invstd, scale, shift, out3),
                 None)
@@ -326,6 +342,10 @@ def _compiled_batch_norm(xp, x, out, axis: int, dtype, batch: bool):
         return None
     affine = over_channels(loop, x3.shape)
     return None, lambda scale, shift: affine(x3, scale, shift, out3)
+
+
+#: a channel-range bounds array, the type the ``_parts`` loops are compiled for
+_BOUNDS = np.zeros(2, np.int64)
 
 
 @kernel("LayerNorm")

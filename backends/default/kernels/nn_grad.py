@@ -12,7 +12,7 @@ import numpy as np
 
 from graphexec.core.ops.nn import SELU_ALPHA, SELU_LAMBDA
 
-from .base import cast_scalar, kernel, nothing, sequence, special
+from .base import cast_scalar, kernel, kernel_variant, nothing, sequence, special
 from .compiled import channel_view, compiled_for, loops_apply, over_channels
 from .nn import matmul_into, prelu_gamma_shape, reshaper, work_dtype
 
@@ -239,6 +239,18 @@ def _bn_param_grads(xp, p, call, sum_g, sum_gx) -> None:
 
 @kernel("_backward_BatchNorm", inplace=True)
 def batch_norm_backward(call):
+    """BatchNorm's backward (see :func:`_batch_norm_backward`), large data's compiled loop on
+    Python threads."""
+    return _batch_norm_backward(call, openmp=False)
+
+
+@kernel_variant("_backward_BatchNorm", "openmp")
+def batch_norm_backward_openmp(call):
+    """BatchNorm's backward with the compiled loop on numba's threads (``kernels.OPENMP``)."""
+    return _batch_norm_backward(call, openmp=True)
+
+
+def _batch_norm_backward(call, openmp: bool):
     """A training backward (is_train without use_global_stats) differentiates through the
     batch statistics of the forward (outputs mean and inverse std) and then moves the moving
     statistics, each time it runs. Otherwise the gradient is that of the moving statistics
@@ -253,7 +265,7 @@ def batch_norm_backward(call):
     batch = call.is_train and not p.use_global_stats
     update = _moving_update(xp, p, mean, invstd, moving_mean, moving_var) if batch else None
     eps = cast_scalar(p.eps, moving_var)
-    loop = _compiled_backward(call, axis, batch)
+    loop = _compiled_backward(call, axis, batch, openmp)
 
     def run():
         mu, inv = (mean, invstd) if batch else (moving_mean, 1 / xp.sqrt(moving_var + eps))
@@ -274,11 +286,12 @@ def batch_norm_backward(call):
     return run
 
 
-def _compiled_backward(call, axis: int, batch: bool):
+def _compiled_backward(call, axis: int, batch: bool, openmp: bool = False):
     """``f(mean, invstd, scale)`` running BatchNorm's backward loop (:mod:`.compiled`: the
     sums and the data gradient in two passes per channel, written in place) and returning
     (sum dY, sum dY * xhat); None where it does not apply (no numba, not the host, dtypes
-    other than the statistics', strided arrays)."""
+    other than the statistics', strided arrays). Split across threads for large data (numba's
+    with ``openmp``)."""
     og, mean, _, x = call.inputs[:4]
     dx = call.outputs[0]
     dtype = mean.dtype
@@ -288,11 +301,15 @@ def _compiled_backward(call, axis: int, batch: bool):
     sums = np.empty((x3.shape[1], 2), np.float64)
     want = call.req[0] != "null"
     stat = np.empty(x3.shape[1], dtype)
-    loop = compiled_for("batch_norm_backward", g3, x3, stat, stat, stat, sums, dx3, batch, want,
-                        0, x3.shape[1])
-    if loop is None:
+    args = (g3, x3, stat, stat, stat, sums, dx3, batch, want)
+    if openmp:
+        serial, parts = None, compiled_for("batch_norm_backward_parts", *args,
+                                           np.zeros(2, np.int64))
+    else:
+        serial, parts = compiled_for("batch_norm_backward", *args, 0, x3.shape[1]), None
+    if serial is None and parts is None:
         return None
-    loop = over_channels(loop, x3.shape)
+    loop = over_channels(serial, x3.shape, parts)
 
     def run(mu, inv, scale):
         # the moving statistics (global stats) may come in another float type
