@@ -142,6 +142,7 @@ def test_environment_options_are_checked_too(monkeypatch, subgraph_clean):
         _fc().simple_bind(gx.cpu(), x=(2, 4), grad_req="null")
 
 
+@pytest.mark.filterwarnings("error::RuntimeWarning")  # no compiled loop tries frozen arrays
 def test_training_beside_an_onnxrt_executor_names_the_frozen_region(subgraph_clean):
     data = gx.sym.Variable("data")
     net = gx.sym.BatchNorm(gx.sym.FullyConnected(data, num_hidden=4, name="fc"), name="bn",

@@ -469,6 +469,22 @@ def test_batch_norm_statistics_loop_is_exact_within_rounding(shape, loc, scale):
     np.testing.assert_array_equal(out, x * s[:, None] + (beta - mean * s)[:, None])
 
 
+@pytest.mark.parametrize("params", [{"fix_gamma": False}, {"fix_gamma": True},
+                                    {"fix_gamma": False, "momentum": 0.7}])
+def test_batch_norm_bookkeeping_loop_is_numpys(params, monkeypatch):
+    """The backward's compiled bookkeeping (parameter gradients, moving statistics) gives
+    numpy's numbers bit for bit, fix_gamma's zero gradient included."""
+    pytest.importorskip("numba", reason="the compiled loops need numba")
+    from graphexec.backends.default.kernels import nn_grad
+    got = _batch_norm_results((4, 5, 6, 7), 1, True, "float32", **params)
+    monkeypatch.setattr(nn_grad, "_compiled_finish", lambda *a: None)
+    want = _batch_norm_results((4, 5, 6, 7), 1, True, "float32", **params)
+    for g, w in zip(got[2:], want[2:]):
+        np.testing.assert_array_equal(g, w)
+    if params["fix_gamma"]:
+        assert not got[2].any()
+
+
 @pytest.mark.parametrize("shape", [(16, 64, 7, 7), (4, 6, 96, 96)])
 def test_batch_norm_loops_split_across_threads(shape, monkeypatch):
     """The compiled BatchNorm loops with the channels split across three threads (short and

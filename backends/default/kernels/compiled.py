@@ -16,7 +16,8 @@ BatchNorm's statistics and gradients within rounding (below).
 - ``batch_norm_backward``: BatchNorm's gradient sums and data gradient, a few channels at a
   time, written into the gradient arrays (``nn_grad.batch_norm_backward``);
 - ``batch_norm_train_parts``, ``batch_norm_backward_parts``: the same over channel ranges on
-  numba's threads (``parallel=True``), for the kernels' ``openmp`` variant.
+  numba's threads (``parallel=True``), for the kernels' ``openmp`` variant;
+- ``batch_norm_finish``: the backward's parameter gradients and moving statistics.
 
 The BatchNorm loops take rows (a channel's elements in one sample) one channel at a time,
 summing blocks of at most BLOCK elements in the data type (vectorised by one fast-math flag,
@@ -414,6 +415,29 @@ def _batch_norm_backward(g, x, mean, invstd, scale, sums, dx, batch, want, c0,
             _data_gradient(g, x, mean, offset, slope, scale, dx, batch, lo, hi, lanes)
 
 
+def _batch_norm_finish(sum_g, sum_gx, mean, invstd, moving_mean, moving_var, momentum, eps,
+                       dgamma, dbeta, gamma_mode, want_beta, update):  # pragma: no cover
+    """BatchNorm backward's bookkeeping in one call where numpy takes a dozen: dbeta = sum dY
+    (``want_beta``), dgamma = sum dY * xhat (``gamma_mode`` 1; 2: zero, fix_gamma; 0: not
+    wanted); with ``update``, moving = moving * momentum + (1 - momentum) * statistic for the
+    batch mean and the biased variance 1 / invstd ** 2 - eps, every operation in the
+    statistics' type in numpy's order (the numpy path's numbers bit for bit)."""
+    rest = moving_mean.dtype.type(1) - momentum
+    one = invstd.dtype.type(1)
+    for ch in range(sum_g.size):
+        if want_beta:
+            dbeta[ch] = sum_g[ch]
+        if gamma_mode == 1:
+            dgamma[ch] = sum_gx[ch]
+        elif gamma_mode == 2:
+            dgamma[ch] = 0
+        if update:
+            inv = invstd[ch]
+            var = one / (inv * inv) - eps
+            moving_mean[ch] = moving_mean[ch] * momentum + rest * mean[ch]
+            moving_var[ch] = moving_var[ch] * momentum + rest * var
+
+
 def _batch_norm_train_parts(x, gamma, beta, eps, fix_gamma, mean, var, invstd, scale, shift,
                             out, bounds):  # pragma: no cover - numba's
     """:func:`_batch_norm_train` over the channel ranges [bounds[j], bounds[j + 1]), one per
@@ -436,7 +460,7 @@ def _batch_norm_backward_parts(g, x, mean, invstd, scale, sums, dx, batch, want,
 #: the ones before it)
 _FUNCTIONS = (_depthwise_flat, _depthwise_loops, _block_sums, _lane_sums, _merge, _expand,
               _lanes, _group, _moments, _affine, _channel_affine, _batch_norm_train, _gradient_sums,
-              _data_gradient, _batch_norm_backward, _batch_norm_train_parts,
+              _data_gradient, _batch_norm_backward, _batch_norm_finish, _batch_norm_train_parts,
               _batch_norm_backward_parts)
 #: the options beyond caching and nogil: the one fast-math flag of the block sums (see
 #: :func:`_block_sums`), numba's threads for the loops over channel ranges
@@ -444,6 +468,7 @@ _OPTIONS = {"_block_sums": ", fastmath={'reassoc'}", "_batch_norm_train_parts": 
             "_batch_norm_backward_parts": ", parallel=True"}
 _LOOPS = {"depthwise": "_depthwise_loops", "channel_affine": "_channel_affine",
           "batch_norm_train": "_batch_norm_train", "batch_norm_backward": "_batch_norm_backward",
+          "batch_norm_finish": "_batch_norm_finish",
           "batch_norm_train_parts": "_batch_norm_train_parts",
           "batch_norm_backward_parts": "_batch_norm_backward_parts"}
 _MODULE: list = []
