@@ -7,6 +7,7 @@ import pytest
 
 import graphexec as gx
 from graphexec.backends.fused import cost, runner
+from graphexec.core.runtime.blas_threads import on_numba_threads
 from graphexec.core.symbol import sym as S
 
 
@@ -59,7 +60,7 @@ def test_a_kernel_on_fewer_threads_puts_the_setting_back(monkeypatch):
     if numba.get_num_threads() < 2:
         pytest.skip("numba has a single thread here")
     seen = []
-    wrapped = runner._with_threads(lambda: seen.append(numba.get_num_threads()), 1)
+    wrapped = on_numba_threads(lambda: seen.append(numba.get_num_threads()), 1)
     before = numba.get_num_threads()
     wrapped()
     assert seen == [1] and numba.get_num_threads() == before

@@ -132,7 +132,12 @@ def test_openmp_batch_norm_split_matches_one_thread(shape, monkeypatch):
     want = [a.copy() for a in run(None)]
     monkeypatch.setattr(blas_threads, "_blas_threads", lambda: 3)
     monkeypatch.setattr(compiled, "MIN_OPENMP_PART", 1)
+    threads = []
+    on_threads = blas_threads.on_numba_threads
+    monkeypatch.setattr(blas_threads, "on_numba_threads",
+                        lambda fn, n: threads.append(n) or on_threads(fn, n))
     got = run("openmp")
+    assert threads == [3, 3], "the forward and backward ran on numba's threads in 3 parts"
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
 
@@ -495,9 +500,13 @@ def test_batch_norm_loops_split_across_threads(shape, monkeypatch):
     want = _batch_norm_results(shape, 1, True, "float32", fix_gamma=False)
     monkeypatch.setattr(blas_threads, "_blas_threads", lambda: 3)
     monkeypatch.setattr(compiled, "MIN_PART", 1)
-    parts = blas_threads.split(np, shape[1], 1)
-    assert len(parts) == 3
+    split_into = []
+    run_parts = blas_threads.run_parts
+    monkeypatch.setattr(blas_threads, "run_parts",
+                        lambda xp, parts, *a, **k: split_into.append(len(parts)) or
+                        run_parts(xp, parts, *a, **k))
     got = _batch_norm_results(shape, 1, True, "float32", fix_gamma=False)
+    assert split_into == [3, 3], "the forward and backward ran on Python threads in 3 parts"
     for g, w in zip(got, want):
         np.testing.assert_array_equal(g, w)
 

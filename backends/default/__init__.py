@@ -13,7 +13,7 @@ __all__ = ["graphexec_register_kernels", "graphexec_register_subgraph_backends"]
 @hookimpl
 def graphexec_register_kernels(registry) -> None:
     """Register every native kernel for device ``any``, and the host variants (see
-    ``kernels.OPENMP``) for the CPU."""
+    ``kernels.base.OPENMP``) for the CPU."""
     for op_name, factory in load_all().items():
         registry.register(op_name, factory, device="any", inplace=op_name in INPLACE)
     for (op_name, variant), factory in load_variants().items():

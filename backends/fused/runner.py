@@ -21,6 +21,7 @@ import numpy as np
 from graphexec.core.subgraph import RegionCall
 from graphexec.core.subgraph.select import verbosity
 
+from graphexec.core.runtime.blas_threads import on_numba_threads
 from graphexec.core.runtime.jit_cache import compile_cached, load_module
 from .codegen import Kernel, Operand, generate
 from .cost import machine_busy, threads_for
@@ -65,7 +66,7 @@ def kernel_runner(kernel: Kernel, region: RegionCall,
                  "parallel" if parallel else "serial", kernel.domain, kernel.source)
     after += _finishers(kernel, region, scratch)
     if parallel and threads < numba.get_num_threads():
-        fn = _with_threads(fn, threads)
+        fn = on_numba_threads(fn, threads)
     if not before and not after:
         return partial(fn, *args)
 
@@ -75,21 +76,6 @@ def kernel_runner(kernel: Kernel, region: RegionCall,
         fn(*args)
         for step in after:
             step()
-    return run
-
-
-def _with_threads(fn: Callable, threads: int) -> Callable:
-    """``fn`` run on ``threads`` of numba's threads (the setting is the calling thread's own;
-    the previous one is put back)."""
-    import numba
-
-    def run(*args) -> None:
-        before = numba.get_num_threads()
-        numba.set_num_threads(threads)
-        try:
-            fn(*args)
-        finally:
-            numba.set_num_threads(before)
     return run
 
 

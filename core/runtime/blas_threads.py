@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from typing import Callable
 
-__all__ = ["serial_blas", "split", "run_parts", "matmul_rows"]
+__all__ = ["serial_blas", "split", "run_parts", "matmul_rows", "on_numba_threads"]
 
 #: the fewest rows of a large product worth a thread of their own
 MIN_ROWS = 128
@@ -129,3 +129,20 @@ def matmul_rows(xp, a, b, out, accumulate: bool = False, bias=None) -> None:
         if bias is not None:
             xp.add(out[r0:r1], bias, out=out[r0:r1])
     run_parts(xp, split(xp, a.shape[0], MIN_ROWS), part)
+
+
+def on_numba_threads(fn: Callable, threads: int) -> Callable:
+    """``fn`` (a numba ``parallel=True`` function) run on ``threads`` of numba's threads, at
+    most its pool's size (the setting is the calling thread's own; the previous one is put
+    back after each call)."""
+    import numba
+    threads = max(1, min(threads, numba.config.NUMBA_NUM_THREADS))
+
+    def run(*args) -> None:
+        before = numba.get_num_threads()
+        numba.set_num_threads(threads)
+        try:
+            fn(*args)
+        finally:
+            numba.set_num_threads(before)
+    return run

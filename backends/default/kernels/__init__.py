@@ -3,14 +3,9 @@ from __future__ import annotations
 
 import importlib
 
-from .base import INPLACE, KERNELS, VARIANTS
+from .base import INPLACE, KERNELS, OPENMP, VARIANTS
 
 __all__ = ["load_all", "load_variants", "FAMILIES", "INPLACE", "OPENMP"]
-
-#: the variant of BatchNorm's kernels whose compiled loops run on numba's threads (OpenMP):
-#: for processes whose heavy kernels are not OpenBLAS's (the ``torch`` strategy chooses it);
-#: beside OpenBLAS's spinning threads they made native steps slower
-OPENMP = "openmp"
 
 FAMILIES = ("elemwise", "elemwise_grad", "nn", "conv", "nn_grad", "conv_grad", "tensor", "slicing", "matrix", "reduce", "indexing",
             "loss", "init", "device", "rnn", "rnn_grad", "sequence", "attention", "ranges", "sorting",

@@ -36,6 +36,10 @@ def kernel(*op_names: str, inplace: bool = False) -> Callable[[KernelFactory], K
 #: (op name, variant name) -> factory of a host kernel variant, registered for the CPU: a
 #: pass of any plugin chooses it for a node by naming the variant (``KERNEL_ATTR``)
 VARIANTS: dict[tuple[str, str], KernelFactory] = {}
+#: the variant of BatchNorm's kernels whose compiled loops run on numba's threads (OpenMP):
+#: for processes whose heavy kernels are not OpenBLAS's (the ``torch`` strategy chooses it
+#: by this name); beside OpenBLAS's spinning threads they made native steps slower
+OPENMP = "openmp"
 
 
 def kernel_variant(op_name: str, variant: str) -> Callable[[KernelFactory], KernelFactory]:

@@ -44,7 +44,7 @@ import warnings
 
 import numpy as np
 
-__all__ = ["channel_view", "compiled_for", "loops_apply", "over_channels"]
+__all__ = ["channel_range", "channel_view", "compiled_for", "loops_apply", "over_channels"]
 
 #: the functions below are source for numba (:func:`_source`), which gives ``prange`` its
 #: meaning there; as Python they are never called
@@ -518,19 +518,22 @@ def channel_view(shape: tuple, axis: int) -> tuple[int, int, int]:
 MIN_PART, MIN_OPENMP_PART = 1 << 20, 1 << 14
 
 
-def over_channels(loop, shape: tuple[int, int, int], openmp_loop=None):
-    """``f(*args)`` running ``loop(*args, c0, c1)`` (a BatchNorm loop) over the channels of
-    data viewed as ``shape`` (N, C, rest), the channels split across the host's threads (one
-    part per BLAS thread, :func:`~graphexec.core.runtime.blas_threads.split`): given
-    ``openmp_loop`` (the loop's ``_parts`` form, taking the parts' bounds; ``loop`` is then
-    not used) on numba's own threads, at least MIN_OPENMP_PART elements a part; otherwise on
-    Python threads (:func:`~graphexec.core.runtime.blas_threads.run_parts`; the loops
-    release the GIL), at least MIN_PART elements a part."""
-    from graphexec.core.runtime.blas_threads import run_parts, split
+def over_channels(loop, shape: tuple[int, int, int], openmp: bool = False):
+    """``f(*args)`` running a BatchNorm loop over the channels of data viewed as ``shape``
+    (N, C, rest), the channels split across the host's threads (one part per BLAS thread,
+    :func:`~graphexec.core.runtime.blas_threads.split`): with ``openmp``, ``loop`` is a
+    ``_parts`` loop taking the parts' bounds, run on numba's own threads (at least
+    MIN_OPENMP_PART elements a part; one part too, so the serial loop is not compiled at
+    all); otherwise ``loop(*args, c0, c1)`` runs on Python threads
+    (:func:`~graphexec.core.runtime.blas_threads.run_parts`; the loops release the GIL), at
+    least MIN_PART elements a part."""
+    from graphexec.core.runtime.blas_threads import on_numba_threads, run_parts, split
     n, c, m = shape
-    if openmp_loop is not None:  # one part too: the serial loop is then not compiled at all
-        return _on_numba_threads(openmp_loop, split(np, c, -(-MIN_OPENMP_PART // max(n * m, 1))))
-    parts = split(np, c, -(-MIN_PART // max(n * m, 1)))
+    parts = split(np, c, -(-(MIN_OPENMP_PART if openmp else MIN_PART) // max(n * m, 1)))
+    if openmp:
+        bounds = np.array([lo for lo, _ in parts] + [c], np.int64)
+        run_parallel = on_numba_threads(loop, len(parts))
+        return lambda *args: run_parallel(*args, bounds)
     if len(parts) == 1:
         return lambda *args: loop(*args, 0, c)
 
@@ -540,21 +543,10 @@ def over_channels(loop, shape: tuple[int, int, int], openmp_loop=None):
     return run
 
 
-def _on_numba_threads(loop, parts: list[tuple[int, int]]):
-    """``f(*args)`` calling ``loop(*args, bounds)`` with numba's threads set to the number
-    of parts (the setting is the calling thread's own; the previous one is put back)."""
-    import numba
-    bounds = np.array([lo for lo, _ in parts] + [parts[-1][1]], np.int64)
-    threads = min(len(parts), numba.config.NUMBA_NUM_THREADS)
-
-    def run(*args):
-        before = numba.get_num_threads()
-        numba.set_num_threads(threads)
-        try:
-            loop(*args, bounds)
-        finally:
-            numba.set_num_threads(before)
-    return run
+def channel_range(c: int, openmp: bool) -> tuple:
+    """The trailing arguments a BatchNorm loop is compiled for: the channel range (0, c),
+    or a bounds array for the ``_parts`` loops (``openmp``)."""
+    return (np.zeros(2, np.int64),) if openmp else (0, c)
 
 
 def compiled_for(name: str, *args):

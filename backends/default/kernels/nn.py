@@ -11,8 +11,8 @@ import numpy as np
 
 from graphexec.core.ops.nn import SELU_ALPHA, SELU_LAMBDA
 
-from .base import bound_by_scalar, cast_scalar, kernel, kernel_variant, special
-from .compiled import channel_view, compiled_for, loops_apply, over_channels
+from .base import OPENMP, bound_by_scalar, cast_scalar, kernel, kernel_variant, special
+from .compiled import channel_range, channel_view, compiled_for, loops_apply, over_channels
 
 __all__ = ["reshaper", "work_dtype", "matmul_into", "softmax_fn"]
 
@@ -256,9 +256,9 @@ def batch_norm(call):
     return _batch_norm(call, openmp=False)
 
 
-@kernel_variant("BatchNorm", "openmp")
+@kernel_variant("BatchNorm", OPENMP)
 def batch_norm_openmp(call):
-    """BatchNorm with the compiled loops on numba's threads (``kernels.OPENMP``)."""
+    """BatchNorm with the compiled loops on numba's threads (``base.OPENMP``)."""
     return _batch_norm(call, openmp=True)
 
 
@@ -315,10 +315,9 @@ def _compiled_batch_norm(xp, x, out, axis: int, dtype, batch: bool, openmp: bool
     whole forward (statistics and normalisation, a few channels at a time), else out = x *
     scale + shift per channel; None where they do not apply (no numba, not the host, the
     statistics in another dtype than the data, strided arrays). The channels are split
-    across the host's threads for large data (:func:`~.compiled.over_channels`; numba's with
-    ``openmp``, for the training forward). Inception
-    v3's 94 BatchNorm nodes at batch 1 took 9.5 ms with numpy's two passes
-    (benchmarks/README.md)."""
+    across the host's threads for large data (:func:`~.compiled.over_channels`; numba's
+    with ``openmp``, for the training forward). Inception v3's 94 BatchNorm nodes at batch
+    1 took 9.5 ms with numpy's two passes (benchmarks/README.md)."""
     if not loops_apply(xp, dtype, x, out):
         return None
     x3, out3 = (a.reshape(channel_view(x.shape, axis)) for a in (x, out))
@@ -326,26 +325,20 @@ def _compiled_batch_norm(xp, x, out, axis: int, dtype, batch: bool, openmp: bool
     stat = np.empty(c, dtype)  # gamma, beta, the statistics: this type and layout
     if batch:
         scale, shift = np.empty(c, dtype), np.empty(c, dtype)
-        args = (x3, stat, stat, dtype.type(0), True, stat, stat, stat, stat, stat, out3)
-        if openmp:
-            loop, parts = None, compiled_for("batch_norm_train_parts", *args, _BOUNDS)
-        else:
-            loop, parts = compiled_for("batch_norm_train", *args, 0, c), None
-        if loop is None and parts is None:
+        loop = compiled_for("batch_norm_train_parts" if openmp else "batch_norm_train", x3,
+                            stat, stat, dtype.type(0), True, stat, stat, stat, stat, stat,
+                            out3, *channel_range(c, openmp))
+        if loop is None:
             return None
-        train = over_channels(loop, x3.shape, parts)
+        train = over_channels(loop, x3.shape, openmp)
         return (lambda gamma, beta, eps, fix_gamma, mean, var, invstd:
                 train(x3, gamma, beta, eps, fix_gamma, mean, var, invstd, scale, shift, out3),
                 None)
-    loop = compiled_for("channel_affine", x3, stat, stat, out3, 0, c)
+    loop = compiled_for("channel_affine", x3, stat, stat, out3, *channel_range(c, False))
     if loop is None:
         return None
     affine = over_channels(loop, x3.shape)
     return None, lambda scale, shift: affine(x3, scale, shift, out3)
-
-
-#: a channel-range bounds array, the type the ``_parts`` loops are compiled for
-_BOUNDS = np.zeros(2, np.int64)
 
 
 @kernel("LayerNorm")

@@ -12,8 +12,8 @@ import numpy as np
 
 from graphexec.core.ops.nn import SELU_ALPHA, SELU_LAMBDA
 
-from .base import cast_scalar, kernel, kernel_variant, nothing, sequence, special
-from .compiled import channel_view, compiled_for, loops_apply, over_channels
+from .base import OPENMP, cast_scalar, kernel, kernel_variant, nothing, sequence, special
+from .compiled import channel_range, channel_view, compiled_for, loops_apply, over_channels
 from .nn import matmul_into, prelu_gamma_shape, reshaper, work_dtype
 
 __all__ = ["target", "sum_into", "nothing", "sequence"]
@@ -244,9 +244,9 @@ def batch_norm_backward(call):
     return _batch_norm_backward(call, openmp=False)
 
 
-@kernel_variant("_backward_BatchNorm", "openmp")
+@kernel_variant("_backward_BatchNorm", OPENMP)
 def batch_norm_backward_openmp(call):
-    """BatchNorm's backward with the compiled loop on numba's threads (``kernels.OPENMP``)."""
+    """BatchNorm's backward with the compiled loop on numba's threads (``base.OPENMP``)."""
     return _batch_norm_backward(call, openmp=True)
 
 
@@ -263,19 +263,17 @@ def _batch_norm_backward(call, openmp: bool):
     reduce, bshape = _bn_layout(x, axis)
     count = x.size // x.shape[axis]
     batch = call.is_train and not p.use_global_stats
-    update = _moving_update(xp, p, mean, invstd, moving_mean, moving_var) if batch else None
     eps = cast_scalar(p.eps, moving_var)
     loop = _compiled_backward(call, axis, batch, openmp)
     finish = _compiled_finish(call, batch) if loop is not None else None
+    update = _moving_update(xp, p, mean, invstd, moving_mean, moving_var) \
+        if batch and finish is None else None
 
     def run():
         mu, inv = (mean, invstd) if batch else (moving_mean, 1 / xp.sqrt(moving_var + eps))
         scale = inv if p.fix_gamma else inv * gamma
         if loop is not None:
             sum_g, sum_gx = loop(mu, inv, scale)
-            if finish is not None:
-                finish(sum_g, sum_gx)
-                return
         else:
             g = og.astype(mean.dtype, copy=False)
             xhat = (x.astype(mean.dtype, copy=False) - mu.reshape(bshape)) * inv.reshape(bshape)
@@ -284,6 +282,9 @@ def _batch_norm_backward(call, openmp: bool):
                 if batch:
                     g = g - (sum_g.reshape(bshape) + xhat * sum_gx.reshape(bshape)) / count
                 xp.multiply(g, scale.reshape(bshape), out=dx, casting="unsafe")
+        if finish is not None:
+            finish(sum_g, sum_gx)
+            return
         _bn_param_grads(xp, p, call, sum_g, sum_gx)
         if update is not None:
             update()
@@ -331,15 +332,12 @@ def _compiled_backward(call, axis: int, batch: bool, openmp: bool = False):
     sums = np.empty((x3.shape[1], 2), np.float64)
     want = call.req[0] != "null"
     stat = np.empty(x3.shape[1], dtype)
-    args = (g3, x3, stat, stat, stat, sums, dx3, batch, want)
-    if openmp:
-        serial, parts = None, compiled_for("batch_norm_backward_parts", *args,
-                                           np.zeros(2, np.int64))
-    else:
-        serial, parts = compiled_for("batch_norm_backward", *args, 0, x3.shape[1]), None
-    if serial is None and parts is None:
+    loop = compiled_for("batch_norm_backward_parts" if openmp else "batch_norm_backward", g3,
+                        x3, stat, stat, stat, sums, dx3, batch, want,
+                        *channel_range(x3.shape[1], openmp))
+    if loop is None:
         return None
-    loop = over_channels(serial, x3.shape, parts)
+    loop = over_channels(loop, x3.shape, openmp)
 
     def run(mu, inv, scale):
         # the moving statistics (global stats) may come in another float type
