@@ -102,6 +102,32 @@ def test_batch_norm_without_numba_runs_pytorchs_kernel(monkeypatch):
             _close(grad, ARRAYS[f"resnet_like/grad/{name}"], f"resnet_like d{name}")
 
 
+def test_winograd_convolutions_match_mxnet(monkeypatch):
+    """With the thresholds lowered, resnet_like's 3x3 stride-1 convolutions (8 and 16
+    channels) run the native Winograd variant on PyTorch's products, forward and backward,
+    and two train steps still match MXNet's; at the default thresholds (64 channels, 64
+    tiles) none does."""
+    _needs_torch()
+    pytest.importorskip("numba", reason="the Winograd transforms need numba")
+    from graphexec.backends.torchcpu import select
+    from graphexec.core.runtime.blas_threads import PRODUCT_ATTR
+    assert not _marked(_run("resnet_like", "torch"), "winograd")
+    monkeypatch.setattr(select, "WINOGRAD_MIN_CHANNELS", 1)
+    monkeypatch.setattr(select, "WINOGRAD_MIN_TILES", 1)
+    exe = _run("resnet_like", "torch")
+    marked = _marked(exe, "winograd")
+    assert set(marked) == {f"{n}{s}" for n in ("b1a_conv", "b1b_conv", "b2b_conv")
+                           for s in ("", "_backward")}
+    assert {n.attrs.get(PRODUCT_ATTR) for n in exe._plan.graph.indexed.nodes
+            if n.name in marked} == {"torch"}
+    assert "Winograd" in exe.partition_plan.nodes["b1a_conv"].reason
+    assert "PyTorch's kernel" in exe.partition_plan.nodes["b2a_conv"].reason  # stride 2
+    _close(exe.outputs[0], ARRAYS["resnet_like/out/0"], "resnet_like output")
+    for name, grad in exe.grad_dict.items():
+        if f"resnet_like/grad/{name}" in ARRAYS:
+            _close(grad, ARRAYS[f"resnet_like/grad/{name}"], f"resnet_like d{name}")
+
+
 @pytest.mark.parametrize("shape", [(16, 64, 7, 7), (4, 6, 96, 96)])
 def test_openmp_batch_norm_split_matches_one_thread(shape, monkeypatch):
     """The BatchNorm variant on numba's threads, forced to split the channels into three

@@ -11,14 +11,17 @@ plugin: PyTorch is not a dependency of graphexec (``pip install torch``, the CPU
 No region is cut: after the gradient pass the supported nodes and their backward nodes are
 marked to run the ``torch`` kernel variants (:mod:`.select`, :mod:`.kernels`); BatchNorm,
 where numba is installed, the native kernels' ``openmp`` variant instead (their compiled
-loops on numba's threads, faster than PyTorch's NCHW BatchNorm); the rest runs natively.
+loops on numba's threads, faster than PyTorch's NCHW BatchNorm), and 3x3 stride-1
+convolutions of 64 channels and more the native Winograd variant with PyTorch's products
+(registered as the batched product ``torch``); the rest runs natively.
 PyTorch's threads follow OMP_NUM_THREADS (``torch.set_num_threads`` changes them).
 """
 from __future__ import annotations
 
 from graphexec.core.hookspecs import hookimpl
+from graphexec.core.runtime.blas_threads import register_product
 
-from .kernels import INPLACE, KERNELS
+from .kernels import INPLACE, KERNELS, batched_product
 from .select import NAME, make_backend, torch_kernels_pass
 
 __all__ = ["graphexec_register_kernels", "graphexec_register_passes",
@@ -27,7 +30,8 @@ __all__ = ["graphexec_register_kernels", "graphexec_register_passes",
 
 @hookimpl
 def graphexec_register_kernels(registry) -> None:
-    """The ``torch`` kernel variants (CPU)."""
+    """The ``torch`` kernel variants (CPU) and PyTorch's batched product."""
+    register_product(NAME, batched_product)
     for name, factory in KERNELS.items():
         registry.register(name, factory, device="cpu", inplace=name in INPLACE, variant=NAME)
 

@@ -96,6 +96,13 @@ def _nothing() -> None:
     return None
 
 
+def batched_product(a, b, out) -> None:
+    """out[i] = a[i] @ b[i] on PyTorch's threads (MKL's products): the batched product
+    ``torch`` the plugin registers for native kernels it chooses (the Winograd
+    convolutions); numpy's OpenBLAS threads would spin against PyTorch's."""
+    load_torch().matmul(_t(a), _t(b), out=_t(out))
+
+
 # -- Convolution ------------------------------------------------------------------------------
 def _conv_args(p) -> tuple:
     geo = conv_geometry(p)

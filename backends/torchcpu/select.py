@@ -5,7 +5,8 @@ the executed graph stays the native one, forward and backward, and after the gra
 :func:`torch_kernels_pass` marks the nodes :func:`supported` accepts (and the backward node of
 each, which follows its forward node) with the kernel attribute, so that the executor runs
 them with the ``torch`` kernel variants (:mod:`.kernels`), BatchNorm with the native kernels'
-``openmp`` variant where numba is installed (:func:`variant_for`). Everything else runs
+``openmp`` variant and the wider 3x3 stride-1 convolutions with their ``winograd`` variant
+on PyTorch's products where numba is installed (:func:`variant_for`). Everything else runs
 natively; the partition plan records, per node, which variant it got or why none.
 Parameters stay the executor's arrays, so updates are seen at the next step.
 """
@@ -17,7 +18,8 @@ import numpy as np
 
 from graphexec.core.ir.errors import GraphexecError
 from graphexec.core.ir.graph import Entry, Graph, Node
-from graphexec.core.ops.conv import channel_last, conv_geometry, pool_geometry
+from graphexec.core.ops.conv import channel_last, conv_geometry, pool_geometry, winograd_tiles
+from graphexec.core.runtime.blas_threads import PRODUCT_ATTR
 from graphexec.core.runtime.kernels import KERNEL_ATTR, kernel_registry
 from graphexec.core.subgraph import ReasonSelector, SubgraphBackend, SubgraphProperty
 
@@ -34,6 +36,17 @@ CHOSEN = "runs PyTorch's kernel (torch strategy, no region)"
 OPENMP = "openmp"
 CHOSEN_OPENMP = ("runs the native compiled loops on numba's threads (torch strategy: faster "
                  "than PyTorch's NCHW BatchNorm)")
+#: the native kernels' Winograd F(2x2, 3x3) convolutions, their products on PyTorch's
+#: (registered by the plugin as the batched product ``torch``)
+WINOGRAD = "winograd"
+CHOSEN_WINOGRAD = ("runs the native Winograd F(2x2, 3x3) transforms with PyTorch's products "
+                   "(torch strategy: faster than oneDNN's direct 3x3 convolution here)")
+_CHOSEN = {OPENMP: CHOSEN_OPENMP, WINOGRAD: CHOSEN_WINOGRAD, NAME: CHOSEN}
+#: the fewest input and output channels, and 2x2 output tiles in the batch, for which the
+#: Winograd variant beat oneDNN's convolution, forward and backward, on every layer shape
+#: measured (benchmarks/bench_winograd.py: ResNet's 64-512 channel layers 0.64-0.89x; 8-32
+#: channels, or 16 tiles of 512 channels, 1.3-1.9x)
+WINOGRAD_MIN_CHANNELS, WINOGRAD_MIN_TILES = 64, 64
 _F32 = np.dtype("float32")
 
 
@@ -160,7 +173,7 @@ class _Reasons(ReasonSelector):
             node.inputs)])
         if why is not None:
             return why
-        return CHOSEN_OPENMP if variant_for(node.op.name) == OPENMP else CHOSEN
+        return _CHOSEN[variant_for(node, self._shapes.inputs(node))]
 
 
 class TorchKernelsProperty(SubgraphProperty):
@@ -178,22 +191,41 @@ def make_backend() -> SubgraphBackend:
     return SubgraphBackend(NAME, [TorchKernelsProperty()])
 
 
-def variant_for(op_name: str) -> str:
-    """The kernel variant a supported node runs: BatchNorm (and its backward) the native
-    compiled loops on numba's threads where numba is installed and the variant registered
-    (in a step of ResNet-18 v1 0.97-0.99x, of MobileNet v1 0.25 0.89-0.94x the time with
-    PyTorch's BatchNorm, benchmarks/README.md); everything else PyTorch's."""
-    if op_name in ("BatchNorm", "_backward_BatchNorm") and _openmp_batch_norm():
+def variant_for(node, in_shapes: list) -> str:
+    """The kernel variant the supported forward ``node`` (and its backward) runs, where numba
+    is installed and the native variant registered: BatchNorm the native compiled loops on
+    numba's threads (in a step of ResNet-18 v1 0.97-0.99x, of MobileNet v1 0.25 0.89-0.94x
+    the time with PyTorch's BatchNorm, benchmarks/README.md); 3x3 stride-1 convolutions of
+    at least WINOGRAD_MIN_CHANNELS channels in and out and WINOGRAD_MIN_TILES output tiles
+    the native Winograd transforms with PyTorch's products; everything else PyTorch's."""
+    if node.op.name == "BatchNorm" and _openmp_batch_norm():
         return OPENMP
+    if node.op.name == "Convolution" and _winograd_wins(node.params, in_shapes):
+        return WINOGRAD
     return NAME
 
 
+def _winograd_wins(p, in_shapes: list) -> bool:
+    data, weight = in_shapes[0], in_shapes[1]
+    tiles = winograd_tiles(p, data)
+    if tiles is None or min(data[1], weight[0]) < WINOGRAD_MIN_CHANNELS:
+        return False
+    return data[0] * tiles.th * tiles.tw >= WINOGRAD_MIN_TILES and _native_variant(WINOGRAD,
+                                                                                   "Convolution")
+
+
 def _openmp_batch_norm() -> bool:
+    return _native_variant(OPENMP, "BatchNorm")
+
+
+def _native_variant(variant: str, op_name: str) -> bool:
+    """Whether numba is installed and the default backend registered ``variant`` for
+    ``op_name`` and its backward."""
     if importlib.util.find_spec("numba") is None:
         return False
     try:
-        kernel_registry().lookup("BatchNorm", "cpu", OPENMP)
-        kernel_registry().lookup("_backward_BatchNorm", "cpu", OPENMP)
+        kernel_registry().lookup(op_name, "cpu", variant)
+        kernel_registry().lookup(f"_backward_{op_name}", "cpu", variant)
     except GraphexecError:
         return False
     return True
@@ -229,21 +261,25 @@ def torch_kernels_pass(graph: Graph) -> Graph:
         why = supported(node, ins, [dtypes[e] for e in ig.node_inputs[nid]] +
                         [dtypes[e] for e in outs][:node.op.num_visible_outputs(node.params)])
         if why is None:
-            chosen[nid] = variant_for(node.op.name)
+            chosen[nid] = variant_for(node, ins)
     return _marked(graph, chosen)
 
 
 def _marked(graph: Graph, chosen: dict[int, str]) -> Graph:
     """A copy of ``graph`` whose ``chosen`` nodes carry the kernel attribute naming their
-    variant (same structure, so the entry-indexed attributes stay valid; variables are
-    shared, not copied)."""
+    variant, the Winograd ones PyTorch's batched product too (same structure, so the
+    entry-indexed attributes stay valid; variables are shared, not copied)."""
     ig = graph.indexed
     new: list[Node] = []
     for nid, node in enumerate(ig.nodes):
         if node.op is None:
             new.append(node)
             continue
-        attrs = {**node.attrs, KERNEL_ATTR: chosen[nid]} if nid in chosen else node.attrs
+        attrs = node.attrs
+        if nid in chosen:
+            attrs = {**attrs, KERNEL_ATTR: chosen[nid]}
+            if chosen[nid] == WINOGRAD:
+                attrs[PRODUCT_ATTR] = NAME
         copy_ = Node(node.op, node.name, attrs, node.params,
                      [Entry(new[ig.node_id[id(e.node)]], e.index, e.version) for e in node.inputs],
                      [new[ig.node_id[id(d)]] for d in node.control_deps], node.subgraphs)

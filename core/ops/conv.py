@@ -14,7 +14,8 @@ from .common import (Bool, Enum, InferError, Int, OpDef, OptInt, Shape, assign, 
                      register_op, same_type)
 from .nn import OptBool, OptEnum, PositiveInt
 
-__all__ = ["Geometry", "conv_geometry", "deconv_pads", "deconv_adjustments", "pool_geometry",
+__all__ = ["Geometry", "conv_geometry", "winograd_tiles", "WinogradTiles", "deconv_pads",
+           "deconv_adjustments", "pool_geometry",
            "pool_count_region", "to_channel_first", "channel_last", "pool_outputs"]
 
 _LAYOUTS = {1: ("NCW", "NWC"), 2: ("NCHW", "NHWC"), 3: ("NCDHW", "NDHWC")}
@@ -77,6 +78,30 @@ def conv_geometry(p, what: str = "convolution") -> Geometry:
     return Geometry(k, _per_axis(p.stride, n, 1, "stride", k, 1),
                     _per_axis(p.dilate, n, 1, "dilate", k, 1),
                     _per_axis(p.pad, n, 0, "pad", k, 0), _check_layout(p.layout, n))
+
+
+class WinogradTiles(NamedTuple):
+    """How Winograd's F(2x2, 3x3) cuts a convolution: 2x2 output tiles, ``th`` x ``tw`` per
+    sample, the windows offset by the padding (``ph``, ``pw``) into the input."""
+
+    th: int
+    tw: int
+    ph: int
+    pw: int
+
+
+def winograd_tiles(p, data: tuple) -> WinogradTiles | None:
+    """The F(2x2, 3x3) tiling of the Convolution ``p`` on ``data`` (NCHW), or None unless it
+    is a 2-D channel-first 3x3 convolution of stride 1, no dilation, one group and a padding
+    of at most 2 (the windows then stay within one tile's reach of the input)."""
+    geo = conv_geometry(p)
+    if (geo.kernel != (3, 3) or geo.stride != (1, 1) or geo.dilate != (1, 1) or geo.last
+            or p.num_group != 1 or len(data) != 4 or max(geo.pad) > 2):
+        return None
+    ho, wo = (x + 2 * pad - 2 for x, pad in zip(data[2:], geo.pad))
+    if ho < 1 or wo < 1:
+        return None
+    return WinogradTiles(-(-ho // 2), -(-wo // 2), *geo.pad)
 
 
 def _check_groups(c: int, p) -> int:

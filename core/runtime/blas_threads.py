@@ -21,7 +21,10 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import lru_cache
 from typing import Callable
 
-__all__ = ["serial_blas", "split", "run_parts", "matmul_rows", "on_numba_threads"]
+from ..ir.errors import GraphexecError
+
+__all__ = ["serial_blas", "split", "run_parts", "matmul_rows", "on_numba_threads",
+           "PRODUCT_ATTR", "register_product", "batched_product"]
 
 #: the fewest rows of a large product worth a thread of their own
 MIN_ROWS = 128
@@ -146,3 +149,34 @@ def on_numba_threads(fn: Callable, threads: int) -> Callable:
         finally:
             numba.set_num_threads(before)
     return run
+
+
+#: the node attribute naming the batched product (:func:`batched_product`) a host kernel's
+#: stacks of matrix products run on (absent: numpy's); the pass choosing the kernel sets it
+PRODUCT_ATTR = "__product__"
+
+
+def _numpy_product(a, b, out) -> None:
+    import numpy as np
+    np.matmul(a, b, out=out)
+
+
+_PRODUCTS: dict[str, Callable] = {"numpy": _numpy_product}
+
+
+def register_product(name: str, fn: Callable) -> None:
+    """Make ``fn(a, b, out)`` (out[i] = a[i] @ b[i] for 3-D host arrays, ``a`` and ``b``
+    possibly transposed views, ``out`` C-contiguous) the batched product ``name``: a plugin
+    whose library has faster products than numpy's BLAS, or whose threads numpy's BLAS
+    threads would spin against, offers them to the native kernels this way."""
+    _PRODUCTS[name] = fn
+
+
+def batched_product(name: str | None) -> Callable:
+    """The batched product registered as ``name`` (None: numpy's)."""
+    try:
+        return _PRODUCTS[name or "numpy"]
+    except KeyError:
+        raise GraphexecError(f"no batched product {name!r} is registered (known: "
+                             f"{', '.join(sorted(_PRODUCTS))}); the plugin providing it "
+                             f"registers it when it loads") from None

@@ -7,7 +7,7 @@ from .base import INPLACE, KERNELS, OPENMP, VARIANTS
 
 __all__ = ["load_all", "load_variants", "FAMILIES", "INPLACE", "OPENMP"]
 
-FAMILIES = ("elemwise", "elemwise_grad", "nn", "conv", "nn_grad", "conv_grad", "tensor", "slicing", "matrix", "reduce", "indexing",
+FAMILIES = ("elemwise", "elemwise_grad", "nn", "conv", "nn_grad", "conv_grad", "winograd", "tensor", "slicing", "matrix", "reduce", "indexing",
             "loss", "init", "device", "rnn", "rnn_grad", "sequence", "attention", "ranges", "sorting",
             "detection", "detection_boxes", "detection_multibox", "detection_roi",
             "detection_proposal", "detection_psroi", "resample", "legacy", "norm", "geometry",

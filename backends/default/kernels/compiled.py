@@ -17,7 +17,9 @@ BatchNorm's statistics and gradients within rounding (below).
   time, written into the gradient arrays (``nn_grad.batch_norm_backward``);
 - ``batch_norm_train_parts``, ``batch_norm_backward_parts``: the same over channel ranges on
   numba's threads (``parallel=True``), for the kernels' ``openmp`` variant;
-- ``batch_norm_finish``: the backward's parameter gradients and moving statistics.
+- ``batch_norm_finish``: the backward's parameter gradients and moving statistics;
+- ``winograd_*``: the transforms of Winograd's F(2x2, 3x3) convolution over channel planes
+  on numba's threads (:mod:`.winograd_loops`, :mod:`.winograd`).
 
 The BatchNorm loops take rows (a channel's elements in one sample) one channel at a time,
 summing blocks of at most BLOCK elements in the data type (vectorised by one fast-math flag,
@@ -43,6 +45,9 @@ import math
 import warnings
 
 import numpy as np
+
+from .winograd_loops import FUNCTIONS as WINOGRAD_LOOPS
+from .winograd_loops import RUN as WINOGRAD_RUN
 
 __all__ = ["channel_range", "channel_view", "compiled_for", "loops_apply", "over_channels"]
 
@@ -461,16 +466,18 @@ def _batch_norm_backward_parts(g, x, mean, invstd, scale, sums, dx, batch, want,
 _FUNCTIONS = (_depthwise_flat, _depthwise_loops, _block_sums, _lane_sums, _merge, _expand,
               _lanes, _group, _moments, _affine, _channel_affine, _batch_norm_train, _gradient_sums,
               _data_gradient, _batch_norm_backward, _batch_norm_finish, _batch_norm_train_parts,
-              _batch_norm_backward_parts)
+              _batch_norm_backward_parts, *WINOGRAD_LOOPS)
 #: the options beyond caching and nogil: the one fast-math flag of the block sums (see
-#: :func:`_block_sums`), numba's threads for the loops over channel ranges
+#: :func:`_block_sums`), numba's threads for the loops over channel ranges and planes
 _OPTIONS = {"_block_sums": ", fastmath={'reassoc'}", "_batch_norm_train_parts": ", parallel=True",
-            "_batch_norm_backward_parts": ", parallel=True"}
+            "_batch_norm_backward_parts": ", parallel=True",
+            **{fn.__name__: ", parallel=True" for fn in WINOGRAD_LOOPS}}
 _LOOPS = {"depthwise": "_depthwise_loops", "channel_affine": "_channel_affine",
           "batch_norm_train": "_batch_norm_train", "batch_norm_backward": "_batch_norm_backward",
           "batch_norm_finish": "_batch_norm_finish",
           "batch_norm_train_parts": "_batch_norm_train_parts",
-          "batch_norm_backward_parts": "_batch_norm_backward_parts"}
+          "batch_norm_backward_parts": "_batch_norm_backward_parts",
+          **{fn.__name__[1:]: fn.__name__ for fn in WINOGRAD_LOOPS}}
 _MODULE: list = []
 #: loops numba failed to compile (warned once each)
 _FAILED: set[str] = set()
@@ -480,7 +487,7 @@ def _source() -> str:
     from graphexec.core.runtime.jit_cache import CACHE_OPTION
     parts = ["import numpy as np", "from numba import njit, prange", "", f"BLOCK = {BLOCK}",
              f"SHORT = {SHORT}", f"LANE_BATCH = {LANE_BATCH}", f"TINY = {TINY}",
-             f"LANES = {LANES}"]
+             f"LANES = {LANES}", f"RUN = {WINOGRAD_RUN}"]
     for fn in _FUNCTIONS:
         extra = _OPTIONS.get(fn.__name__, "")
         parts += ["", "", f"@njit({CACHE_OPTION}, nogil=True{extra})",

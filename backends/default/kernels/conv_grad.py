@@ -24,7 +24,7 @@ from .conv import Scratch, avg_divisor, channel_first_view, offset_slices, pad_i
 from .nn import matmul_into, reshaper, work_dtype
 from .nn_grad import nothing, sum_into, target
 
-__all__ = ["batch_last", "window_view", "col2im"]
+__all__ = ["batch_last", "window_view", "col2im", "wanted_grads", "bias_grad"]
 
 
 def batch_last(arr):
@@ -70,7 +70,7 @@ def _views(call, last: bool):
             [channel_first_view(a, last) for a in call.outputs[:2]])
 
 
-def _bias_grad(xp, call, og) -> None:
+def bias_grad(xp, call, og) -> None:
     """db = dY summed over the batch and positions (channel-first ``og``)."""
     if not call.params.no_bias and call.req[2] != "null":
         sum_into(xp, og, (0, *range(2, og.ndim)), call.outputs[2])
@@ -87,7 +87,7 @@ def _weight_grad(xp, dw, shape):
     return run
 
 
-def _wanted(call) -> tuple[bool, bool, bool]:
+def wanted_grads(call) -> tuple[bool, bool, bool]:
     """Whether dX, dW and db are requested."""
     bias = not call.params.no_bias and call.req[2] != "null"
     return call.req[0] != "null", call.req[1] != "null", bias
@@ -108,9 +108,9 @@ def convolution_backward(call):
     out_sp = og.shape[2:]
     rows, cols_n = c // g * math.prod(geo.kernel), n * math.prod(out_sp)
     pads = tuple((q, q) for q in geo.pad)
-    want_x, want_w, want_b = _wanted(call)
+    want_x, want_w, want_b = wanted_grads(call)
     if not (want_x or want_w):
-        return (lambda: _bias_grad(xp, call, og)) if want_b else nothing
+        return (lambda: bias_grad(xp, call, og)) if want_b else nothing
     padded = padded_shape((c, *x.shape[2:], n), pads, 1)
     specs = {"og_t": ((f, *out_sp, n), og.dtype),
              "cols": ((c, *geo.kernel, *out_sp, n), x.dtype),
@@ -133,7 +133,7 @@ def convolution_backward(call):
             matmul_into(xp, weight().transpose(0, 2, 1), og3, cols3)  # the columns' gradient
             col2im(xp, cols, bufs["dst"], geo.kernel, geo.stride, geo.dilate, out_sp)
             xp.copyto(dx, channel_first(_inner(bufs["dst"], pads)), casting="unsafe")
-        _bias_grad(xp, call, og)
+        bias_grad(xp, call, og)
     return run
 
 
@@ -154,9 +154,9 @@ def deconvolution_backward(call):
               zip(sp_in, geo.kernel, geo.stride, geo.dilate, pads, og.shape[2:])]
     og_pads = tuple((pd, e - pd - o) for pd, e, o in zip(pads, extent, og.shape[2:]))
     rows, cols_n = f // g * math.prod(geo.kernel), n * math.prod(sp_in)
-    want_x, want_w, want_b = _wanted(call)
+    want_x, want_w, want_b = wanted_grads(call)
     if not (want_x or want_w):
-        return (lambda: _bias_grad(xp, call, og)) if want_b else nothing
+        return (lambda: bias_grad(xp, call, og)) if want_b else nothing
     specs = {"og_t": ((f, *extent, n), og.dtype),
              "cols": ((f, *geo.kernel, *sp_in, n), og.dtype),
              "x_t": ((c, *sp_in, n), x.dtype) if want_w else None,
@@ -177,7 +177,7 @@ def deconvolution_backward(call):
         if want_x:
             matmul_into(xp, weight(), cols3, bufs["dx_t"].reshape(g, c // g, cols_n))
             xp.copyto(dx, channel_first(bufs["dx_t"]))
-        _bias_grad(xp, call, og)
+        bias_grad(xp, call, og)
     return run
 
 

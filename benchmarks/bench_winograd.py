@@ -1,0 +1,123 @@
+"""Winograd F(2x2, 3x3) convolutions under the ``torch`` strategy (issue 21): the native
+``winograd`` variant (numba transforms, PyTorch's batched products) against PyTorch's
+oneDNN convolution, timed in alternation in one process.
+
+- ``layers``: one 3x3 stride-1 convolution, forward(is_train=True) + backward, per shape
+  (ResNet-18's at batch 16 and 112x112, and the shapes that set the selection's thresholds);
+- ``step``: a whole train step of ResNet-18 v1 (benchmarks/bench_train_cnn.py's) with the
+  variant against without it, both binding orders (binding order alone moved one-process
+  A/Bs by up to 4% on this machine).
+
+Ratios are Winograd / oneDNN: the Hodges-Lehmann estimate over the rounds' ratios with its
+95% interval (common.paired_ratio).
+
+Run: OMP_NUM_THREADS=2 python benchmarks/bench_winograd.py [layers,step] [--repeat 15]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+from contextlib import contextmanager
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(__file__))
+from bench_train_cnn import MODELS, fill  # noqa: E402
+from common import alternating_samples, paired_ratio  # noqa: E402
+
+import graphexec as gx  # noqa: E402
+from graphexec.backends.torchcpu import select  # noqa: E402
+
+#: (batch, channels in, size, channels out)
+LAYERS = [(16, 64, 28, 64), (16, 128, 14, 128), (16, 256, 7, 256), (16, 512, 4, 512),
+          (16, 64, 56, 64), (1, 64, 56, 64), (16, 32, 28, 32), (1, 512, 7, 512)]
+
+
+@contextmanager
+def winograd(mode: str):
+    """Binds inside choose the Winograd variant where the strategy's thresholds say so
+    (``default``), wherever it applies (``always``) or ``never``."""
+    saved = select.WINOGRAD_MIN_CHANNELS, select.WINOGRAD_MIN_TILES
+    if mode != "default":
+        least = 1 if mode == "always" else 1 << 30
+        select.WINOGRAD_MIN_CHANNELS = select.WINOGRAD_MIN_TILES = least
+    try:
+        yield
+    finally:
+        select.WINOGRAD_MIN_CHANNELS, select.WINOGRAD_MIN_TILES = saved
+
+
+def _step(exe):
+    def run():
+        exe.forward(is_train=True)
+        exe.backward()
+    return run
+
+
+def _layer(shape, enabled: bool):
+    n, c, size, k = shape
+    y = gx.sym.Convolution(gx.sym.Variable("x"), kernel=(3, 3), pad=(1, 1), num_filter=k,
+                           no_bias=True, name="conv")
+    y = gx.sym.MakeLoss(gx.sym.sum(y * gx.sym.Variable("g")))
+    with winograd("always" if enabled else "never"):
+        exe = y.simple_bind(gx.cpu(), backend="torch", grad_req={"x": "write", "g": "null",
+                                                                  "conv_weight": "write"},
+                            x=(n, c, size, size), g=(n, k, size, size))
+    marked = {nd.attrs.get("__kernel__") for nd in exe._plan.graph.indexed.nodes
+              if nd.op is not None and nd.op.name == "Convolution"}
+    assert marked == {"winograd" if enabled else "torch"}, marked
+    rng = np.random.default_rng(0)
+    for arr in exe.arg_dict.values():
+        arr[...] = rng.uniform(-0.05, 0.05, arr.shape)
+    return _step(exe)
+
+
+def layers(repeat: int) -> None:
+    print("3x3 stride-1 convolution, forward + backward (data and weight gradients), "
+          "winograd / oneDNN:")
+    for shape in LAYERS:
+        fns = {"winograd": _layer(shape, True), "onednn": _layer(shape, False)}
+        for fn in fns.values():
+            fn()
+        t = alternating_samples(fns, None, {}, repeat)
+        print(f"  N={shape[0]:<3d} C={shape[1]:<4d} {shape[2]}x{shape[2]}  K={shape[3]:<4d}"
+              f" onednn {statistics.median(t['onednn']) * 1e3:7.2f} ms  winograd "
+              f"{statistics.median(t['winograd']) * 1e3:7.2f} ms  ratio "
+              f"{paired_ratio(t['winograd'], t['onednn'])}", flush=True)
+
+
+def step(repeat: int) -> None:
+    sym, shapes, ints = MODELS["resnet18"]()
+    trained = [n for n in sym.list_arguments() if n not in shapes]
+    grads = {n: "write" if n in trained else "null" for n in sym.list_arguments()}
+    print("ResNet-18 v1 train step (batch 16, 112x112), torch strategy, with the Winograd "
+          "variant / without:")
+    for order in ((True, False), (False, True)):
+        fns = {}
+        for enabled in order:
+            with winograd("default" if enabled else "never"):
+                exe = sym.simple_bind(gx.cpu(), grad_req=grads, backend="torch", **shapes)
+            fill(exe, ints, np.random.default_rng(0))
+            fns["with" if enabled else "without"] = _step(exe)
+        for fn in fns.values():
+            fn()
+        t = alternating_samples(fns, None, {}, repeat)
+        print(f"  bound {'with first' if order[0] else 'without first'}: with "
+              f"{statistics.median(t['with']) * 1e3:.1f} ms, without "
+              f"{statistics.median(t['without']) * 1e3:.1f} ms, ratio "
+              f"{paired_ratio(t['with'], t['without'])}", flush=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("parts", nargs="?", default="layers,step")
+    ap.add_argument("--repeat", type=int, default=15)
+    opts = ap.parse_args()
+    for part in opts.parts.split(","):
+        {"layers": layers, "step": step}[part](opts.repeat)
+
+
+if __name__ == "__main__":
+    main()
