@@ -74,18 +74,25 @@ def _layer(shape, enabled: bool):
     return _step(exe)
 
 
+def _compare(fns: dict, repeat: int) -> tuple[float, float, str]:
+    """The two functions of ``fns`` warmed up and timed in alternation: the first's and the
+    second's median ms, and the ratio first / second."""
+    for fn in fns.values():
+        fn()
+    t = alternating_samples(fns, None, {}, repeat)
+    first, second = (t[k] for k in fns)
+    return (statistics.median(first) * 1e3, statistics.median(second) * 1e3,
+            paired_ratio(first, second))
+
+
 def layers(repeat: int) -> None:
     print("3x3 stride-1 convolution, forward + backward (data and weight gradients), "
           "winograd / oneDNN:")
     for shape in LAYERS:
-        fns = {"winograd": _layer(shape, True), "onednn": _layer(shape, False)}
-        for fn in fns.values():
-            fn()
-        t = alternating_samples(fns, None, {}, repeat)
+        wino, onednn, ratio = _compare({"winograd": _layer(shape, True),
+                                        "onednn": _layer(shape, False)}, repeat)
         print(f"  N={shape[0]:<3d} C={shape[1]:<4d} {shape[2]}x{shape[2]}  K={shape[3]:<4d}"
-              f" onednn {statistics.median(t['onednn']) * 1e3:7.2f} ms  winograd "
-              f"{statistics.median(t['winograd']) * 1e3:7.2f} ms  ratio "
-              f"{paired_ratio(t['winograd'], t['onednn'])}", flush=True)
+              f" onednn {onednn:7.2f} ms  winograd {wino:7.2f} ms  ratio {ratio}", flush=True)
 
 
 def step(repeat: int) -> None:
@@ -101,13 +108,9 @@ def step(repeat: int) -> None:
                 exe = sym.simple_bind(gx.cpu(), grad_req=grads, backend="torch", **shapes)
             fill(exe, ints, np.random.default_rng(0))
             fns["with" if enabled else "without"] = _step(exe)
-        for fn in fns.values():
-            fn()
-        t = alternating_samples(fns, None, {}, repeat)
-        print(f"  bound {'with first' if order[0] else 'without first'}: with "
-              f"{statistics.median(t['with']) * 1e3:.1f} ms, without "
-              f"{statistics.median(t['without']) * 1e3:.1f} ms, ratio "
-              f"{paired_ratio(t['with'], t['without'])}", flush=True)
+        with_, without, ratio = _compare({k: fns[k] for k in ("with", "without")}, repeat)
+        print(f"  bound {'with first' if order[0] else 'without first'}: with {with_:.1f} "
+              f"ms, without {without:.1f} ms, ratio {ratio}", flush=True)
 
 
 def main() -> None:
