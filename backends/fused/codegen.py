@@ -78,6 +78,12 @@ class Kernel:
     ops: list[str] = field(default_factory=list)
     #: estimated single-thread cost per element of the domain (see :mod:`.cost`)
     ns_per_element: float = 0.0
+    #: the loop body (index expressions in place) and the constants' definitions, from
+    #: which other targets build their kernels (:mod:`.cuda`)
+    body: list[str] = field(default_factory=list)
+    constants: list[str] = field(default_factory=list)
+    #: the operands' names in the body, in argument order
+    names: list[str] = field(default_factory=list)
 
     @property
     def key(self) -> str:
@@ -226,9 +232,11 @@ class _Builder:
         groups, masks = _merge_dims(self.domain, [op.shape for _, op in operands])
         for (_, op), mask in zip(operands, masks):
             op.mask = mask
-        source = self._source(operands, groups, ops)
+        body = self._body(operands)
+        source = self._source(operands, groups, ops, body)
         ns = self.compute_ns + sum(op.dtype.itemsize for _, op in operands) * NS_PER_BYTE
-        return Kernel(source, [op for _, op in operands], self.domain, groups, outputs, ops, ns)
+        return Kernel(source, [op for _, op in operands], self.domain, groups, outputs, ops, ns,
+                      body, self._constants(), [name for name, _ in operands])
 
     # -- values ------------------------------------------------------------------------
     def _entry_value(self, nid: int, index: int, rows: bool) -> _Value:
@@ -309,21 +317,26 @@ class _Builder:
         return ("store",)
 
     # -- source ------------------------------------------------------------------------
-    def _source(self, operands, groups, ops) -> str:
-        sizes = [f"n{g}" for g in range(len(groups))]
-        args = ", ".join(sizes + [name for name, _ in operands])
+    def _body(self, operands) -> list[str]:
         body = list(self.p.lines)
         for name, op in operands:
             index = ", ".join(f"i{g}" for g, m in enumerate(op.mask) if m) or "0"
             body = [line.replace(f"@{name}@", index) for line in body]
+        return body
+
+    def _constants(self) -> list[str]:
+        return [f"{name} = np.float{32 if t == 'f4' else 64}({_literal(value)})"
+                for (t, value), name in self.p.constants.items()]
+
+    def _source(self, operands, groups, ops, body) -> str:
+        sizes = [f"n{g}" for g in range(len(groups))]
+        args = ", ".join(sizes + [name for name, _ in operands])
         head = [f'"""graphexec fused kernel (generated; format {_FORMAT}, vmath {_VMATH}).',
                 f"ops: {' '.join(ops)}",
                 "operands: " + ", ".join(f"{n} {op.dtype} dims {op.mask}" for n, op in operands),
                 '"""', "import numpy as np", "from numba import njit, prange",
                 "from graphexec.backends.fused.vmath import *  # noqa: F401,F403", ""]
-        head += [f"{name} = np.float{32 if t == 'f4' else 64}({_literal(value)})"
-                 for (t, value), name in self.p.constants.items()]
-        out = head
+        out = head + self._constants()
         for fn, parallel in (("kernel", True), ("kernel_serial", False)):
             out += ["", "", f"@njit(parallel={parallel}, {_OPTIONS})", f"def {fn}({args}):"]
             for g in range(len(groups)):

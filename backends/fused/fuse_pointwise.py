@@ -23,9 +23,10 @@ a region output; the forward variables keep their order (the executor binds argu
 it). Control dependencies pointing into a region are dropped: they only order nodes (data
 edges already order a ``_FusedOp``) and lend shape rules (shapes are final here).
 
-MXNET_USE_FUSION is read at every bind. MXNet defaults it to 1 but fuses only on GPUs; here
-fusion compiles numba kernels on the CPU (seconds for a new kernel, then cached on disk), so
-it is opt-in: default 0. Options of the ``fused`` backend (``backend_options={"fused":
+MXNET_USE_FUSION is read at every bind. As in MXNet, unset it fuses on GPU contexts only
+(numba CUDA kernels, :mod:`.cuda`; a graph with no node on a GPU is left alone); ``1`` fuses on
+the CPU too (numba kernels compiled on the host: seconds for a new kernel, then cached on
+disk), ``0`` nowhere. Options of the ``fused`` backend (``backend_options={"fused":
 {...}}`` or ``MXNET_SUBGRAPH_BACKEND="fused:cost_model=false"``) apply here too.
 
 Input attrs: ``shape``, ``dtype``; optional ``num_forward_nodes`` / ``num_forward_outputs``
@@ -49,6 +50,7 @@ from graphexec.core.subgraph.plan import PartitionPlan, Region
 from graphexec.core.subgraph.region import region_input_names
 from graphexec.core.symbol.symbol import Symbol, entry_name
 
+from .cuda import cuda_available
 from .fusedop import fused_node
 from .subgraph import PointwiseFusionProperty
 
@@ -59,14 +61,24 @@ BACKEND, PROPERTY = "fused", "fuse_pointwise"
 
 
 def fusion_enabled() -> bool:
-    """MXNET_USE_FUSION (default 0 here; see the module docstring)."""
+    """Whether MXNET_USE_FUSION asks for fusion on the CPU too (set and not 0)."""
     return os.environ.get("MXNET_USE_FUSION", "0").strip() not in ("0", "")
 
 
+def _fusion_off() -> bool:
+    return os.environ.get("MXNET_USE_FUSION", "").strip() == "0"
+
+
+def _on_gpus(graph: Graph) -> bool:
+    ctxs = graph.attrs.get("context") or [graph.attrs.get("default_ctx")]
+    return any(c is not None and c.device_type == "gpu" for c in ctxs)
+
+
 def fuse_pointwise_pass(graph: Graph) -> Graph:
-    """Fuse when MXNET_USE_FUSION is set; ``graph`` itself otherwise (registered for the
-    ``after_gradient`` stage by the plugin in ``__init__.py``)."""
-    if not fusion_enabled():
+    """Fuse as MXNET_USE_FUSION says (module docstring); ``graph`` itself where nothing may
+    fuse (registered for the ``after_gradient`` stage by the plugin in ``__init__.py``)."""
+    cpu = fusion_enabled()
+    if _fusion_off() or not (cpu or _on_gpus(graph)):
         return graph
     options = (graph.attrs.get("backend_options") or {}).get(BACKEND, {})
     prop = PointwiseFusionProperty(**options)
@@ -76,14 +88,14 @@ def fuse_pointwise_pass(graph: Graph) -> Graph:
         return graph.with_attrs(partition_plan=plan)
     allowed = None
     while True:  # nodes a region left out to avoid a cycle may form regions of their own
-        fused, allowed = _fuse_once(graph, prop, plan, allowed)
+        fused, allowed = _fuse_once(graph, prop, plan, allowed, cpu)
         if fused is graph or not allowed:
             return fused.with_attrs(partition_plan=plan)
         graph = fused
 
 
-def _fuse_once(graph: Graph, prop, plan: PartitionPlan,
-               allowed: set[int] | None) -> tuple[Graph, set[int]]:
+def _fuse_once(graph: Graph, prop, plan: PartitionPlan, allowed: set[int] | None,
+               cpu: bool = True) -> tuple[Graph, set[int]]:
     """``graph`` with the regions one growing round finds among the ``allowed`` nodes (by
     id(); None: all) contracted, ``graph`` itself when it finds none; records them in
     ``plan``. Also returns the nodes (of the new graph) worth another round: those a region
@@ -91,7 +103,7 @@ def _fuse_once(graph: Graph, prop, plan: PartitionPlan,
     ig = graph.indexed
     prop.shapes = NodeShapes(ig, graph.attrs["shape"], graph.attrs["dtype"])
     prop.count_outputs = _output_counter(graph)
-    selector = _Scoped(prop, _scopes(graph), allowed)
+    selector = _Scoped(prop, _scopes(graph), allowed, cpu)
     regions = grow_regions(ig, selector, plan)
     regions = drop_cyclic_regions(ig, regions, plan)
     regions = _drop_control_cycles(ig, regions, plan)
@@ -138,15 +150,18 @@ def _output_counter(graph: Graph):
 
 class _Scoped(SubgraphSelector):
     """The backend's selector, kept to the seed's pass and context, to the ``allowed`` nodes
-    (by id(); None: all), and off gpu contexts (fused kernels run on the CPU). Records the
-    nodes it let in (``joined``) and those the backend's filter turned down (``filtered``).
-    Also the property ``grow_regions`` asks for it."""
+    (by id(); None: all), to CPU contexts where ``cpu`` fusion is on and GPU contexts where
+    numba's CUDA target is available. Records the nodes it let in (``joined``) and those
+    the backend's filter turned down (``filtered``). Also the property ``grow_regions`` asks
+    for it."""
 
-    def __init__(self, prop, scopes: dict[int, tuple], allowed: set[int] | None):
+    def __init__(self, prop, scopes: dict[int, tuple], allowed: set[int] | None,
+                 cpu: bool = True):
         self.attrs = prop.attrs
         self._inner = prop.create_selector()
         self._scopes = scopes
         self._allowed = allowed
+        self._cpu = cpu
         self._scope: tuple | None = None
         self.joined: set[int] = set()
         self.filtered: set[int] = set()
@@ -154,13 +169,22 @@ class _Scoped(SubgraphSelector):
     def create_selector(self) -> "_Scoped":
         return self
 
-    def _on_gpu(self, node) -> bool:
+    def _device(self, node) -> str | None:
+        """Why the node's context takes no fused kernel, or None."""
         ctx = self._scopes[id(node)][1]
-        return ctx is not None and ctx.device_type != "cpu"
+        kind = "cpu" if ctx is None else ctx.device_type
+        if kind == "cpu":
+            return None if self._cpu else ("MXNET_USE_FUSION is unset: fused on GPU contexts "
+                                           "only, as MXNet (set it to 1 for the CPU)")
+        if kind == "gpu":
+            return None if cuda_available() else ("fused kernels on a GPU need numba's CUDA "
+                                                  "target (numba.cuda.is_available() is False)")
+        return f"no fused kernels on {kind} contexts"
 
     def why_not(self, node) -> str | None:
-        if self._on_gpu(node):
-            return "fused kernels run on cpu contexts only"
+        device = self._device(node)
+        if device is not None:
+            return device
         if not self._allows(node):
             return "not fused in an earlier round"  # its first reason stays in the plan
         return self._inner.why_not(node)
@@ -175,7 +199,7 @@ class _Scoped(SubgraphSelector):
 
     def select(self, node) -> bool:
         self._scope = self._scopes[id(node)]
-        return self._took(node, self._allows(node) and not self._on_gpu(node)
+        return self._took(node, self._allows(node) and self._device(node) is None
                           and self._inner.select(node))
 
     def select_input(self, node, input_node) -> bool:

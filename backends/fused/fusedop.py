@@ -10,8 +10,9 @@ dtype rules read them. A ``_FusedOp`` loaded from symbol JSON (``get_optimized_s
 fused executor holds forward ones) records nothing and infers through its inner graph as a
 ``_subgraph_op`` does.
 
-The kernel is the fused backend's generated kernel (:mod:`.codegen`, :mod:`.runner`); when it
-cannot be built (no numba, a gpu context, a compile error) the node runs its inner graph with
+The kernel is the fused backend's generated kernel (:mod:`.codegen`, :mod:`.runner`; on a gpu
+context the same kernel for numba's CUDA target, :mod:`.cuda`); when it cannot be built (no
+numba, no CUDA target on a gpu context, a compile error) the node runs its inner graph with
 the native kernels instead, with a ``RuntimeWarning`` naming it, counted in
 ``exe.partition_plan.fallbacks``. Its state (``exe.region_states``) holds the kernel's
 ``source`` as for fused regions, so :func:`graphexec.backends.fused.sources` lists it.
@@ -33,6 +34,7 @@ from graphexec.core.subgraph.region import REGION_OP, RegionParams, region_param
 from graphexec.core.symbol.symbol import Symbol
 
 from .codegen import generate, generate_inferred
+from .cuda import cuda_runner
 from .runner import kernel_runner
 
 __all__ = ["FUSED_OP", "FusedOpParams", "fused_node", "fused_op_kernel"]
@@ -110,13 +112,16 @@ def fused_op_kernel(call: KernelCall) -> Callable[[], None]:
                         call.is_train, call.node_name, call.workspace, call.state,
                         call.input_grad_reqs, call.input_is_var)
     try:
-        if call.ctx.device_type != "cpu":
-            raise RuntimeError(f"fused kernels run on cpu, the node is on {call.ctx}")
+        if call.ctx.device_type not in ("cpu", "gpu"):
+            raise RuntimeError(f"fused kernels run on cpu and gpu contexts, the node is on "
+                               f"{call.ctx}")
         if p.entry_shapes is None:
             kernel = generate(p.subgraph, p.input_names, [a.shape for a in call.inputs],
                               [a.dtype for a in call.inputs])
         else:
             kernel = generate_inferred(p.inner, p.input_names, p.entry_shapes, p.entry_dtypes)
+        if call.ctx.device_type == "gpu":
+            return cuda_runner(kernel, region)
         return kernel_runner(kernel, region, allow_parallel=not p.serial)
     except Exception as exc:  # noqa: BLE001 - any failure runs natively, reported
         ops = sorted({n.op.name for n in p.inner.nodes if n.op is not None})

@@ -26,7 +26,7 @@ from graphexec.core.runtime.jit_cache import compile_cached, load_module
 from .codegen import Kernel, Operand, generate
 from .cost import machine_busy, threads_for
 
-__all__ = ["fused_runner", "kernel_runner"]
+__all__ = ["fused_runner", "kernel_runner", "operand_view", "flat_view", "finishers"]
 
 log = logging.getLogger("graphexec.fused")
 
@@ -54,8 +54,8 @@ def kernel_runner(kernel: Kernel, region: RegionCall,
     after: list[Callable[[], None]] = []
     scratch = {op.index: np.empty(kernel.domain, op.dtype) for op in kernel.operands
                if op.kind == "scratch"}
-    views = [_flat(scratch[op.index], op, kernel) if op.kind == "scratch" else
-             _operand_view(op, kernel, region, before, after) for op in kernel.operands]
+    views = [flat_view(scratch[op.index], op, kernel) if op.kind == "scratch" else
+             operand_view(op, kernel, region, before, after) for op in kernel.operands]
     sizes = [math.prod(kernel.domain[d] for d in g) for g in kernel.groups]
     args = tuple(sizes + views)
     compile_cached(fn, tuple(numba.typeof(a) for a in args), module)
@@ -64,7 +64,7 @@ def kernel_runner(kernel: Kernel, region: RegionCall,
     if verbosity() > 1:
         log.info("fused region %s: kernel %s (%s, domain %s)\n%s", region.node_name, kernel.key,
                  "parallel" if parallel else "serial", kernel.domain, kernel.source)
-    after += _finishers(kernel, region, scratch)
+    after += finishers(kernel, region, scratch)
     if parallel and threads < numba.get_num_threads():
         fn = on_numba_threads(fn, threads)
     if not before and not after:
@@ -79,24 +79,25 @@ def kernel_runner(kernel: Kernel, region: RegionCall,
     return run
 
 
-def _operand_view(op: Operand, kernel: Kernel, region: RegionCall, before: list,
-                  after: list) -> np.ndarray:
+def operand_view(op: Operand, kernel: Kernel, region: RegionCall, before: list,
+                 after: list, xp=np, half_bits: bool = True):
     """The kernel argument of ``op``: a view of the region's array with the broadcast dims
-    dropped and the merged dims flattened. A non-contiguous array goes through a staging
-    copy (before the kernel for inputs, after it for outputs)."""
+    dropped and the merged dims flattened (float16 as its bits with ``half_bits``, as the
+    CPU kernels take it). A non-contiguous array goes through a staging copy (before the
+    kernel for inputs, after it for outputs)."""
     arr = region.inputs[op.index] if op.kind == "in" else region.outputs[op.index]
     target = arr
     if not arr.flags.c_contiguous:
-        arr = np.empty(arr.shape, arr.dtype)
-        staged = (lambda a=arr, t=target: np.copyto(a, t)) if op.kind == "in" else \
-            (lambda a=arr, t=target: np.copyto(t, a))
+        arr = xp.empty(arr.shape, arr.dtype)
+        staged = (lambda a=arr, t=target: xp.copyto(a, t)) if op.kind == "in" else \
+            (lambda a=arr, t=target: xp.copyto(t, a))
         (before if op.kind == "in" else after).append(staged)
-    if arr.dtype == np.float16:
+    if half_bits and arr.dtype == np.float16:
         arr = arr.view(np.uint16)
-    return _flat(arr, op, kernel)
+    return flat_view(arr, op, kernel)
 
 
-def _flat(arr: np.ndarray, op: Operand, kernel: Kernel) -> np.ndarray:
+def flat_view(arr, op: Operand, kernel: Kernel):
     domain = kernel.domain
     a = arr.reshape(op.shape)
     # the Ellipsis keeps a view when every dim is dropped (a domain of ones): a plain integer
@@ -107,7 +108,8 @@ def _flat(arr: np.ndarray, op: Operand, kernel: Kernel) -> np.ndarray:
     return a.reshape(sizes or (1,))
 
 
-def _finishers(kernel: Kernel, region: RegionCall, scratch: dict) -> list[Callable[[], None]]:
+def finishers(kernel: Kernel, region: RegionCall, scratch: dict,
+              xp=np) -> list[Callable[[], None]]:
     """Per region output that the kernel does not store: zero-fill it, or sum its scratch
     buffer over the broadcast axes into it."""
     steps = []
@@ -121,6 +123,6 @@ def _finishers(kernel: Kernel, region: RegionCall, scratch: dict) -> list[Callab
             lead = len(domain) - len(target)
             axes = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(target)
                                               if s == 1 and domain[lead + i] != 1)
-            steps.append(lambda out=out, buf=scratch[j], axes=axes: np.copyto(
+            steps.append(lambda out=out, buf=scratch[j], axes=axes: xp.copyto(
                 out, buf.sum(axis=axes).reshape(out.shape), casting="unsafe"))
     return steps
