@@ -149,6 +149,12 @@ def test_context_mismatch_is_explained():
         _arith().bind(gx.cpu(), {"a": FakeCupy(), "b": np.ones(2, "f4")})
 
 
+def test_host_array_bound_to_a_gpu_executor_names_the_argument():
+    with pytest.raises(gx.ContextError, match=r"args\['a'\] lives on cpu while binding with "
+                                              r"ctx=gpu\(0\)"):
+        _arith().bind(gx.gpu(0), {"a": np.ones(2, "f4"), "b": np.ones(2, "f4")})
+
+
 def test_gpu_context_without_cupy_says_so():
     try:
         import cupy  # noqa: F401

@@ -359,6 +359,57 @@ def test_gpu_region_without_cuda_provider_runs_on_the_host_with_counted_copies(m
     assert region.state["host_copies"] == 4  # one input and one output, twice
 
 
+def test_gpu_region_with_cuda_provider_binds_device_pointers(monkeypatch):
+    """The CUDAExecutionProvider path, with the provider list and the session mocked (no
+    onnxruntime-gpu here, issue 22): the session asks for CUDA first, every input and output
+    is bound in place as a CUDA buffer (device id, dtype, shape, the array's pointer), and no
+    host copy is made or counted."""
+    import onnxruntime as ort
+    monkeypatch.setattr(ort, "get_available_providers",
+                        lambda: ["CUDAExecutionProvider", "CPUExecutionProvider"])
+    calls: dict = {"bound": [], "runs": 0}
+
+    class Binding:
+        def bind_input(self, name, *buf):
+            calls["bound"].append(("in", name, *buf))
+
+        def bind_output(self, name, *buf):
+            calls["bound"].append(("out", name, *buf))
+
+    class Session:
+        def io_binding(self):
+            return Binding()
+
+        def run_with_iobinding(self, binding):
+            calls["runs"] += 1
+
+    def session(data, opts, providers, region):
+        calls["providers"] = providers
+        return "key", Session()
+    monkeypatch.setattr(ortsession, "_session", session)
+
+    class Pointer:
+        def __init__(self, ptr):
+            self.ptr = ptr
+
+    class FakeCudaArray:
+        """Stands for a CuPy array: shape, dtype and ``data.ptr`` (nothing else is read)."""
+
+        def __init__(self, shape, ptr):
+            self.shape, self.dtype, self.data = shape, np.dtype("f4"), Pointer(ptr)
+
+    x = S.Variable("x")
+    region = RegionCall(S.relu(x) * 2.0, ["x"], [FakeCudaArray((2, 3), 4096)],
+                        [FakeCudaArray((2, 3), 8192)], gx.gpu(1), False, "onnxrt_subgraph0")
+    run = ortsession.region_runner(region, ortsession_options())
+    run()
+    assert calls["providers"] == ["CUDAExecutionProvider", "CPUExecutionProvider"]
+    assert [b[0] for b in calls["bound"]] == ["in", "out"]
+    assert calls["bound"][0][2:] == ("cuda", 1, np.float32, [2, 3], 4096)
+    assert calls["bound"][1][2:] == ("cuda", 1, np.float32, [2, 3], 8192)
+    assert calls["runs"] == 1 and region.state.get("host_copies", 0) == 0
+
+
 def test_a_region_failing_at_run_time_falls_back_and_thaws_its_parameters(monkeypatch):
     class Binding:
         def bind_input(self, *a):

@@ -73,6 +73,19 @@ def test_winograd_matches_the_native_kernel(shape, k, pad, no_bias, product):
     _close(got, want, 2e-6)
 
 
+@pytest.mark.parametrize("grad_x", ["write", "null"])
+def test_winograd_in_chunks_of_samples(monkeypatch, grad_x):
+    """A batch larger than one chunk (CHUNK_BYTES forced down to one sample a chunk): the
+    outputs and data gradients chunk by chunk, the weight gradient summed over the chunks."""
+    _needs_numba()
+    from graphexec.backends.default.kernels import winograd
+    sym = _conv(5, (1, 1))
+    want = _step(_bind(sym, (3, 4, 5, 7), grad_x=grad_x))
+    monkeypatch.setattr(winograd, "CHUNK_BYTES", 1)
+    assert winograd._chunk(3, 4, 5, 12, 4) == 1
+    _close(_step(_bind(sym, (3, 4, 5, 7), "winograd", grad_x=grad_x)), want, 2e-6)
+
+
 def test_winograd_float64():
     _needs_numba()
     sym = _conv(5, (1, 1))

@@ -8,7 +8,8 @@ tiles are transformed back. The backward is the adjoint of the same maps (the pr
 transposed), written into the gradient arrays. The products run on the batched product the
 node names (``PRODUCT_ATTR``, numpy's by default; the ``torch`` strategy registers
 PyTorch's), the transforms' arrays live in the executor's workspace (4x the input and the
-output, one at a time). A pass chooses the variant for a node by naming it; the transforms
+output of a chunk of samples, at most CHUNK_BYTES for any batch but a single large sample).
+A pass chooses the variant for a node by naming it; the transforms
 need numba (without it, or when numba cannot compile them, the kernel warns once and runs the
 plain native kernel, same numbers within rounding).
 """
@@ -53,9 +54,24 @@ def _tiling(call, data, weight, out_dtype):
 PLANE_PAD = 16
 
 
-def _specs(dtype, k: int, c: int, tiles: int) -> dict:
-    return {name: ((16 * rows * cols + PLANE_PAD * 15,), dtype)
-            for name, rows, cols in (("U", k, c), ("V", c, tiles), ("M", k, tiles))}
+#: the most bytes the transformed inputs and outputs of one chunk of samples take (V and M):
+#: larger batches run in chunks of samples (at least one), so the scratch stays bounded
+#: where im2col or oneDNN would need none (ResNet-50's first layers at batch 64, 224x224:
+#: 0.4 GB unchunked)
+CHUNK_BYTES = 64 << 20
+
+
+def _chunk(n: int, c: int, k: int, sample_tiles: int, itemsize: int) -> int:
+    """Samples per chunk."""
+    per_sample = 16 * (c + k) * sample_tiles * itemsize
+    return max(1, min(n, CHUNK_BYTES // max(per_sample, 1)))
+
+
+def _specs(dtype, k: int, c: int, tiles: int, extra: tuple = ()) -> dict:
+    """Scratch rows for U (16, K, C), V (16, C, tiles), M (16, K, tiles) and the ``extra``
+    (16, K, C) arrays, each with room for PLANE_PAD between planes."""
+    shapes = [("U", k, c), ("V", c, tiles), ("M", k, tiles)] + [(e, k, c) for e in extra]
+    return {name: ((16 * rows * cols + PLANE_PAD * 15,), dtype) for name, rows, cols in shapes}
 
 
 def _planes(buf, rows: int, cols: int, padded: bool):
@@ -91,13 +107,13 @@ def _loops(names: dict, *plane_counts: int):
 @kernel_variant("Convolution", WINOGRAD)
 def convolution_winograd(call):
     """out = the convolution of data (N, C, H, W) with the 3x3 weight (K, C, 3, 3) (+ bias)
-    by F(2x2, 3x3)."""
+    by F(2x2, 3x3), in chunks of samples (CHUNK_BYTES)."""
     x, w = call.inputs[:2]
     out = call.outputs[0]
     th, tw, ph, pw = _tiling(call, x, w, out.dtype)
     n, c = x.shape[:2]
     k, dt = w.shape[0], out.dtype
-    tiles = n * th * tw
+    chunk = _chunk(n, c, k, th * tw, dt.itemsize)
     bias = call.inputs[2] if not call.params.no_bias else np.zeros(k, dt)
     padded, flat = _probes(dt)
     loops = _loops({"winograd_filters": (w, padded),
@@ -106,25 +122,29 @@ def convolution_winograd(call):
     if loops is None:
         return KERNELS["Convolution"](call)
     product = batched_product(call.attrs.get(PRODUCT_ATTR))
-    scratch = Scratch(call, **_specs(dt, k, c, tiles))
+    scratch = Scratch(call, **_specs(dt, k, c, chunk * th * tw))
     filters, inputs, outputs = (loops["winograd_filters"], loops["winograd_input"],
                                 loops["winograd_output"])
 
     def run():
         bufs = scratch.take()
-        u, v = _planes(bufs["U"], k, c, True), _planes(bufs["V"], c, tiles, True)
-        m = _planes(bufs["M"], k, tiles, False)
+        u = _planes(bufs["U"], k, c, True)
         filters(w, u)
-        inputs(x, v, ph, pw, th, tw)
-        product(u, v, m)
-        outputs(m, out, bias, th, tw)
+        for n0 in range(0, n, chunk):
+            n1 = min(n, n0 + chunk)
+            tiles = (n1 - n0) * th * tw
+            v, m = _planes(bufs["V"], c, tiles, True), _planes(bufs["M"], k, tiles, False)
+            inputs(x[n0:n1], v, ph, pw, th, tw)
+            product(u, v, m)
+            outputs(m, out[n0:n1], bias, th, tw)
     return run
 
 
 @kernel_variant("_backward_Convolution", WINOGRAD)
 def convolution_backward_winograd(call):
     """Inputs (dY, data, weight[, bias]); outputs (dX, dW[, db]): the adjoint transforms,
-    dV = U^T @ dM for the data gradient and dU = dM @ V^T for the weight gradient."""
+    dV = U^T @ dM for the data gradient and dU = dM @ V^T for the weight gradient (summed
+    over the chunks of samples)."""
     xp = call.xp
     og, x, w = call.inputs[:3]
     dx, dw = call.outputs[:2]
@@ -134,7 +154,7 @@ def convolution_backward_winograd(call):
         return lambda: bias_grad(xp, call, og)
     n, c = x.shape[:2]
     k, dt = w.shape[0], og.dtype
-    tiles = n * th * tw
+    chunk = _chunk(n, c, k, th * tw, dt.itemsize)
     padded, flat = _probes(dt)
     names = {"winograd_output_adjoint": (og, padded, th, tw)}
     if want_x:
@@ -147,23 +167,39 @@ def convolution_backward_winograd(call):
     if loops is None:
         return KERNELS["_backward_Convolution"](call)
     product = batched_product(call.attrs.get(PRODUCT_ATTR))
-    scratch = Scratch(call, **_specs(dt, k, c, tiles))
+    # one chunk: dU goes into U's buffer once dV is done; several: dU is summed in D, each
+    # chunk's part made in T
+    extra = ("D", "T") if want_w and chunk < n else ()
+    scratch = Scratch(call, **_specs(dt, k, c, chunk * th * tw, extra))
 
     def run():
         bufs = scratch.take()
-        m = _planes(bufs["M"], k, tiles, True)
-        loops["winograd_output_adjoint"](og, m, th, tw)
-        if want_x:  # dV = U^T dM into V's buffer, then its windows added up into dX
-            u = _planes(bufs["U"], k, c, True)
+        u = _planes(bufs["U"], k, c, True)
+        if want_x:
             loops["winograd_filters"](w, u)
-            dv = _planes(bufs["V"], c, tiles, False)
-            product(u.transpose(0, 2, 1), m, dv)
-            loops["winograd_input_adjoint"](dv, dx, ph, pw, th, tw)
-        if want_w:  # dU = dM V^T into U's buffer, then back to 3x3 filters
-            v = _planes(bufs["V"], c, tiles, True)
-            loops["winograd_input"](x, v, ph, pw, th, tw)
-            du = _planes(bufs["U"], k, c, False)
-            product(m, v.transpose(0, 2, 1), du)
+        for n0 in range(0, n, chunk):
+            n1 = min(n, n0 + chunk)
+            tiles = (n1 - n0) * th * tw
+            m = _planes(bufs["M"], k, tiles, True)
+            loops["winograd_output_adjoint"](og[n0:n1], m, th, tw)
+            if want_x:  # dV = U^T dM into V's buffer, then its windows added up into dX
+                dv = _planes(bufs["V"], c, tiles, False)
+                product(u.transpose(0, 2, 1), m, dv)
+                loops["winograd_input_adjoint"](dv, dx[n0:n1], ph, pw, th, tw)
+            if want_w:  # dU = dM V^T, then (after the last chunk) back to 3x3 filters
+                v = _planes(bufs["V"], c, tiles, True)
+                loops["winograd_input"](x[n0:n1], v, ph, pw, th, tw)
+                if not extra:
+                    du = _planes(bufs["U"], k, c, False)
+                    product(m, v.transpose(0, 2, 1), du)
+                elif n0 == 0:
+                    du = _planes(bufs["D"], k, c, False)
+                    product(m, v.transpose(0, 2, 1), du)
+                else:
+                    part = _planes(bufs["T"], k, c, False)
+                    product(m, v.transpose(0, 2, 1), part)
+                    xp.add(du, part, out=du)
+        if want_w:
             loops["winograd_filters_adjoint"](du, dw)
         if want_b:
             bias_grad(xp, call, og)
