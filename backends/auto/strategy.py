@@ -10,7 +10,8 @@ a region goes to its backend only when that is significantly faster.
    partitioning gives its regions;
 2. each region's inner graph is bound natively and with that backend, on random inputs of
    the inferred shapes, and the two are timed in turn (forward, or forward+backward in a
-   training bind; :func:`graphexec.core.runtime.timing.interleave`) for at least 6 and at
+   training bind; :func:`graphexec.core.runtime.timing.interleave`), each sample after one
+   untimed call (a sample otherwise starts cold, after the other side ran), for at least 6 and at
    most ``repeat`` rounds, until the speed-up's 95% interval decides; the largest regions
    are timed first, and the timing (binding the candidates included) stops after ``budget``
    seconds: a candidate whose fewest rounds would not fit in what is left, and those not
@@ -213,7 +214,7 @@ def _time_candidate(region: dict, ctx, need_grad: bool, repeat: int, deadline: f
     def decided(samples: dict) -> bool:
         ci = speedup(samples["native"], samples[own], min_gain)["ci95"]
         return ci is not None and (ci[1] < 1 + min_gain or ci[0] > 1)
-    timers = {k: (lambda run=run: _seconds(run, number)) for k, run in runs.items()}
+    timers = {k: (lambda run=run: _seconds(run, number, warm=1)) for k, run in runs.items()}
     samples, _ = interleave(timers, min_rounds=min(_MIN_ROUNDS, repeat), max_rounds=repeat,
                             budget_s=share_s, done=decided, check_every=2)
     s = speedup(samples["native"], samples[own], min_gain)
@@ -223,7 +224,12 @@ def _time_candidate(region: dict, ctx, need_grad: bool, repeat: int, deadline: f
             "rounds": s["pairs"]}
 
 
-def _seconds(run, number: int) -> float:
+def _seconds(run, number: int, warm: int = 0) -> float:
+    """Seconds per call of ``number`` calls of ``run``, after ``warm`` untimed ones (as
+    ``graphexec compare`` warms a strategy up before each sample: PyTorch's threads, for
+    one, take twice as long right after another strategy ran)."""
+    for _ in range(warm):
+        run()
     t0 = time.perf_counter()
     for _ in range(number):
         run()
