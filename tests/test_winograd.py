@@ -86,6 +86,32 @@ def test_winograd_in_chunks_of_samples(monkeypatch, grad_x):
     _close(_step(_bind(sym, (3, 4, 5, 7), "winograd", grad_x=grad_x)), want, 2e-6)
 
 
+def test_winograd_strided_arrays_bound_by_the_user():
+    """A transposed weight and a strided gradient array bound by the user: the kernels work
+    on contiguous copies (the plain kernel's numbers), the user's arrays get the results."""
+    _needs_numba()
+    sym = _conv(6, (1, 1), no_bias=True)
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((2, 5, 6, 7)).astype("f4")
+    w = np.ascontiguousarray(rng.standard_normal((3, 3, 6, 5)).astype("f4")).transpose(2, 3, 0, 1)
+    g = rng.standard_normal((2, 6, 6, 7)).astype("f4")
+    results = []
+    for variant in (None, "winograd"):
+        dw = np.zeros((3, 3, 6, 5), "f4").transpose(2, 3, 0, 1)
+        dx = np.zeros((2, 5, 6, 7), "f4")
+        exe = sym.bind(gx.cpu(), {"x": x, "c_weight": w}, args_grad={"x": dx, "c_weight": dw})
+        assert not exe.arg_dict["c_weight"].flags.c_contiguous
+        for node in exe._plan.graph.indexed.nodes:
+            if variant and node.op is not None and "Convolution" in node.op.name:
+                node.attrs[KERNEL_ATTR] = variant
+        exe.forward(is_train=True)
+        exe.backward(g)
+        results.append([exe.outputs[0].copy(), exe.grad_dict["x"].copy(),
+                        exe.grad_dict["c_weight"].copy()])
+        assert not exe.grad_dict["c_weight"].flags.c_contiguous
+    _close(results[1], results[0], 2e-6)
+
+
 def test_winograd_float64():
     _needs_numba()
     sym = _conv(5, (1, 1))

@@ -23,7 +23,7 @@ from graphexec.core.runtime.blas_threads import PRODUCT_ATTR, batched_product, o
 from graphexec.core.runtime.blas_threads import split as thread_split
 
 from .base import KERNELS, kernel_variant
-from .compiled import compiled_for, loops_apply
+from .compiled import compiled_for
 from .conv import Scratch
 from .conv_grad import bias_grad, wanted_grads
 
@@ -40,10 +40,48 @@ def _tiling(call, data, weight, out_dtype):
     if tiles is None:
         raise GraphexecError("the winograd kernel takes 2-D channel-first 3x3 convolutions of "
                              "stride 1, no dilation, one group and padding <= 2")
-    if not loops_apply(call.xp, out_dtype, data, weight):
-        raise GraphexecError("the winograd kernel takes C-contiguous float32 or float64 host "
-                             "arrays")
+    if call.xp is not np or data.dtype != out_dtype or weight.dtype != out_dtype or \
+            out_dtype not in (np.float32, np.float64):
+        raise GraphexecError(f"the winograd kernel takes float32 or float64 host arrays of one "
+                             f"dtype, got data {data.dtype} and weight {weight.dtype} "
+                             f"({call.xp.__name__})")
     return tiles
+
+
+class _Staging:
+    """C-contiguous stand-ins for the arrays that are not (a strided array bound by the
+    user): inputs copied in before the kernel, outputs copied out after it."""
+
+    def __init__(self):
+        self.before: list = []
+        self.after: list = []
+
+    def read(self, arr):
+        if arr.flags.c_contiguous:
+            return arr
+        stage = np.empty(arr.shape, arr.dtype)
+        self.before.append(lambda: np.copyto(stage, arr))
+        return stage
+
+    def write(self, arr):
+        if arr.flags.c_contiguous:
+            return arr
+        stage = np.empty(arr.shape, arr.dtype)
+        self.after.append(lambda: np.copyto(arr, stage))
+        return stage
+
+    def around(self, run):
+        """``run`` between the copies (``run`` itself when there are none)."""
+        if not (self.before or self.after):
+            return run
+
+        def staged():
+            for step in self.before:
+                step()
+            run()
+            for step in self.after:
+                step()
+        return staged
 
 
 #: floats between the 16 planes of an array the transforms write beyond their size: planes
@@ -114,7 +152,9 @@ def convolution_winograd(call):
     n, c = x.shape[:2]
     k, dt = w.shape[0], out.dtype
     chunk = _chunk(n, c, k, th * tw, dt.itemsize)
-    bias = call.inputs[2] if not call.params.no_bias else np.zeros(k, dt)
+    stage = _Staging()
+    x, w, out = stage.read(x), stage.read(w), stage.write(out)
+    bias = stage.read(call.inputs[2]) if not call.params.no_bias else np.zeros(k, dt)
     padded, flat = _probes(dt)
     loops = _loops({"winograd_filters": (w, padded),
                     "winograd_input": (x, padded, ph, pw, th, tw),
@@ -137,7 +177,7 @@ def convolution_winograd(call):
             inputs(x[n0:n1], v, ph, pw, th, tw)
             product(u, v, m)
             outputs(m, out[n0:n1], bias, th, tw)
-    return run
+    return stage.around(run)
 
 
 @kernel_variant("_backward_Convolution", WINOGRAD)
@@ -155,6 +195,10 @@ def convolution_backward_winograd(call):
     n, c = x.shape[:2]
     k, dt = w.shape[0], og.dtype
     chunk = _chunk(n, c, k, th * tw, dt.itemsize)
+    stage = _Staging()
+    og, x, w = stage.read(og), stage.read(x), stage.read(w)
+    dx = stage.write(dx) if want_x else dx
+    dw = stage.write(dw) if want_w else dw
     padded, flat = _probes(dt)
     names = {"winograd_output_adjoint": (og, padded, th, tw)}
     if want_x:
@@ -203,4 +247,4 @@ def convolution_backward_winograd(call):
             loops["winograd_filters_adjoint"](du, dw)
         if want_b:
             bias_grad(xp, call, og)
-    return run
+    return stage.around(run)
