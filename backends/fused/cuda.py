@@ -75,9 +75,9 @@ def launch_shape(total: int, simulator: bool) -> tuple[int, int]:
 
 
 def cuda_runner(kernel: Kernel, region: RegionCall) -> Callable[[], None]:
-    """Compile ``kernel`` for CUDA and return the callable launching it on the region's
-    arrays (the region context's array module allocates the scratch buffers and sums them
-    down); records the kernel in ``region.state`` as the CPU runner does."""
+    """Compile ``kernel`` for CUDA (now, for the region's arrays) and return the callable
+    launching it on them (the region context's array module allocates the scratch buffers
+    and sums them down); records the kernel in ``region.state`` as the CPU runner does."""
     from numba import config
     t0 = time.perf_counter()
     source = cuda_source(kernel)
@@ -92,8 +92,10 @@ def cuda_runner(kernel: Kernel, region: RegionCall) -> Callable[[], None]:
              for op in kernel.operands]
     sizes = [math.prod(kernel.domain[d] for d in g) for g in kernel.groups]
     blocks, threads = launch_shape(math.prod(sizes), bool(config.ENABLE_CUDASIM))
-    launch = module.kernel[blocks, threads]
     args = tuple(sizes + views)
+    # compiled now for these arguments, so that a kernel the device's compiler refuses
+    # fails here, where the caller runs the region natively with a warning
+    launch = module.kernel.specialize(*args)[blocks, threads]
     after += finishers(kernel, region, scratch, xp)
     region.state.update(source=source, kernel=kernel.key, parallel=True, threads=blocks * threads,
                         compile_s=time.perf_counter() - t0, device="cuda")
