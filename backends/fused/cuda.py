@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import math
 import time
+from functools import partial
 from typing import Callable
 
 from graphexec.core.runtime.jit_cache import load_module
+from graphexec.core.runtime.staging import Staging
 from graphexec.core.subgraph import RegionCall
 
 from .codegen import Kernel
@@ -83,12 +85,11 @@ def cuda_runner(kernel: Kernel, region: RegionCall) -> Callable[[], None]:
     source = cuda_source(kernel)
     module = load_module(source)
     xp = region.ctx.xp
-    before: list[Callable[[], None]] = []
-    after: list[Callable[[], None]] = []
+    staging = Staging(xp)
     scratch = {op.index: xp.empty(kernel.domain, op.dtype) for op in kernel.operands
                if op.kind == "scratch"}
     views = [flat_view(scratch[op.index], op, kernel) if op.kind == "scratch" else
-             operand_view(op, kernel, region, before, after, xp, half_bits=False)
+             operand_view(op, kernel, region, staging, half_bits=False)
              for op in kernel.operands]
     sizes = [math.prod(kernel.domain[d] for d in g) for g in kernel.groups]
     blocks, threads = launch_shape(math.prod(sizes), bool(config.ENABLE_CUDASIM))
@@ -96,14 +97,7 @@ def cuda_runner(kernel: Kernel, region: RegionCall) -> Callable[[], None]:
     # compiled now for these arguments, so that a kernel the device's compiler refuses
     # fails here, where the caller runs the region natively with a warning
     launch = module.kernel.specialize(*args)[blocks, threads]
-    after += finishers(kernel, region, scratch, xp)
+    staging.after += finishers(kernel, region, scratch, xp)
     region.state.update(source=source, kernel=kernel.key, parallel=True, threads=blocks * threads,
                         compile_s=time.perf_counter() - t0, device="cuda")
-
-    def run() -> None:
-        for step in before:
-            step()
-        launch(*args)
-        for step in after:
-            step()
-    return run
+    return staging.around(partial(launch, *args))

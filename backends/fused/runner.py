@@ -23,6 +23,7 @@ from graphexec.core.subgraph.select import verbosity
 
 from graphexec.core.runtime.blas_threads import on_numba_threads
 from graphexec.core.runtime.jit_cache import compile_cached, load_module
+from graphexec.core.runtime.staging import Staging
 from .codegen import Kernel, Operand, generate
 from .cost import machine_busy, threads_for
 
@@ -50,12 +51,11 @@ def kernel_runner(kernel: Kernel, region: RegionCall,
                           numba.get_num_threads(), machine_busy()) if allow_parallel else 1
     parallel = threads > 1
     fn = module.kernel if parallel else module.kernel_serial
-    before: list[Callable[[], None]] = []
-    after: list[Callable[[], None]] = []
+    staging = Staging()
     scratch = {op.index: np.empty(kernel.domain, op.dtype) for op in kernel.operands
                if op.kind == "scratch"}
     views = [flat_view(scratch[op.index], op, kernel) if op.kind == "scratch" else
-             operand_view(op, kernel, region, before, after) for op in kernel.operands]
+             operand_view(op, kernel, region, staging) for op in kernel.operands]
     sizes = [math.prod(kernel.domain[d] for d in g) for g in kernel.groups]
     args = tuple(sizes + views)
     compile_cached(fn, tuple(numba.typeof(a) for a in args), module)
@@ -64,34 +64,21 @@ def kernel_runner(kernel: Kernel, region: RegionCall,
     if verbosity() > 1:
         log.info("fused region %s: kernel %s (%s, domain %s)\n%s", region.node_name, kernel.key,
                  "parallel" if parallel else "serial", kernel.domain, kernel.source)
-    after += finishers(kernel, region, scratch)
+    staging.after += finishers(kernel, region, scratch)
     if parallel and threads < numba.get_num_threads():
         fn = on_numba_threads(fn, threads)
-    if not before and not after:
-        return partial(fn, *args)
-
-    def run() -> None:
-        for step in before:
-            step()
-        fn(*args)
-        for step in after:
-            step()
-    return run
+    return staging.around(partial(fn, *args))
 
 
-def operand_view(op: Operand, kernel: Kernel, region: RegionCall, before: list,
-                 after: list, xp=np, half_bits: bool = True):
+def operand_view(op: Operand, kernel: Kernel, region: RegionCall, staging: Staging,
+                 half_bits: bool = True):
     """The kernel argument of ``op``: a view of the region's array with the broadcast dims
     dropped and the merged dims flattened (float16 as its bits with ``half_bits``, as the
-    CPU kernels take it). A non-contiguous array goes through a staging copy (before the
-    kernel for inputs, after it for outputs)."""
-    arr = region.inputs[op.index] if op.kind == "in" else region.outputs[op.index]
-    target = arr
-    if not arr.flags.c_contiguous:
-        arr = xp.empty(arr.shape, arr.dtype)
-        staged = (lambda a=arr, t=target: xp.copyto(a, t)) if op.kind == "in" else \
-            (lambda a=arr, t=target: xp.copyto(t, a))
-        (before if op.kind == "in" else after).append(staged)
+    CPU kernels take it). A non-contiguous array goes through ``staging``'s copies."""
+    if op.kind == "in":
+        arr = staging.read(region.inputs[op.index])
+    else:
+        arr = staging.write(region.outputs[op.index])
     if half_bits and arr.dtype == np.float16:
         arr = arr.view(np.uint16)
     return flat_view(arr, op, kernel)

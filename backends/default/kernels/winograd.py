@@ -21,6 +21,7 @@ from graphexec.core.ir.errors import GraphexecError
 from graphexec.core.ops.conv import winograd_tiles
 from graphexec.core.runtime.blas_threads import PRODUCT_ATTR, batched_product, on_numba_threads
 from graphexec.core.runtime.blas_threads import split as thread_split
+from graphexec.core.runtime.staging import Staging
 
 from .base import KERNELS, kernel_variant
 from .compiled import compiled_for
@@ -46,42 +47,6 @@ def _tiling(call, data, weight, out_dtype):
                              f"dtype, got data {data.dtype} and weight {weight.dtype} "
                              f"({call.xp.__name__})")
     return tiles
-
-
-class _Staging:
-    """C-contiguous stand-ins for the arrays that are not (a strided array bound by the
-    user): inputs copied in before the kernel, outputs copied out after it."""
-
-    def __init__(self):
-        self.before: list = []
-        self.after: list = []
-
-    def read(self, arr):
-        if arr.flags.c_contiguous:
-            return arr
-        stage = np.empty(arr.shape, arr.dtype)
-        self.before.append(lambda: np.copyto(stage, arr))
-        return stage
-
-    def write(self, arr):
-        if arr.flags.c_contiguous:
-            return arr
-        stage = np.empty(arr.shape, arr.dtype)
-        self.after.append(lambda: np.copyto(arr, stage))
-        return stage
-
-    def around(self, run):
-        """``run`` between the copies (``run`` itself when there are none)."""
-        if not (self.before or self.after):
-            return run
-
-        def staged():
-            for step in self.before:
-                step()
-            run()
-            for step in self.after:
-                step()
-        return staged
 
 
 #: floats between the 16 planes of an array the transforms write beyond their size: planes
@@ -152,7 +117,7 @@ def convolution_winograd(call):
     n, c = x.shape[:2]
     k, dt = w.shape[0], out.dtype
     chunk = _chunk(n, c, k, th * tw, dt.itemsize)
-    stage = _Staging()
+    stage = Staging()
     x, w, out = stage.read(x), stage.read(w), stage.write(out)
     bias = stage.read(call.inputs[2]) if not call.params.no_bias else np.zeros(k, dt)
     padded, flat = _probes(dt)
@@ -195,7 +160,7 @@ def convolution_backward_winograd(call):
     n, c = x.shape[:2]
     k, dt = w.shape[0], og.dtype
     chunk = _chunk(n, c, k, th * tw, dt.itemsize)
-    stage = _Staging()
+    stage = Staging()
     og, x, w = stage.read(og), stage.read(x), stage.read(w)
     dx = stage.write(dx) if want_x else dx
     dw = stage.write(dw) if want_w else dw
