@@ -114,6 +114,6 @@ def test_use_fusion_zero_fuses_nothing(monkeypatch):
     assert fuse_pointwise.fuse_pointwise_pass(gpu) is gpu
 
 
-def test_use_fusion_one_with_cpu_unset_fuses_cpu(monkeypatch):
+def test_use_fusion_one_fuses_cpu_contexts(monkeypatch):
     monkeypatch.setenv("MXNET_USE_FUSION", "1")
     assert len(_fused(fuse_pointwise.fuse_pointwise_pass(_graph("cpu")))) == 2

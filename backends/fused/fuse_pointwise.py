@@ -54,19 +54,17 @@ from .cuda import cuda_available
 from .fusedop import fused_node
 from .subgraph import PointwiseFusionProperty
 
-__all__ = ["fusion_enabled", "fuse_pointwise_pass", "BACKEND", "PROPERTY"]
+__all__ = ["fusion_mode", "fuse_pointwise_pass", "BACKEND", "PROPERTY"]
 
 #: how the partition plan names the regions of this pass
 BACKEND, PROPERTY = "fused", "fuse_pointwise"
 
 
-def fusion_enabled() -> bool:
-    """Whether MXNET_USE_FUSION asks for fusion on the CPU too (set and not 0)."""
-    return os.environ.get("MXNET_USE_FUSION", "0").strip() not in ("0", "")
-
-
-def _fusion_off() -> bool:
-    return os.environ.get("MXNET_USE_FUSION", "").strip() == "0"
+def fusion_mode() -> str:
+    """Where MXNET_USE_FUSION lets chains fuse: ``gpu`` (unset: GPU contexts only, MXNet's
+    default), ``off`` (0) or ``all`` (any other value: the CPU too)."""
+    value = os.environ.get("MXNET_USE_FUSION", "").strip()
+    return "gpu" if not value else "off" if value == "0" else "all"
 
 
 def _on_gpus(graph: Graph) -> bool:
@@ -77,9 +75,10 @@ def _on_gpus(graph: Graph) -> bool:
 def fuse_pointwise_pass(graph: Graph) -> Graph:
     """Fuse as MXNET_USE_FUSION says (module docstring); ``graph`` itself where nothing may
     fuse (registered for the ``after_gradient`` stage by the plugin in ``__init__.py``)."""
-    cpu = fusion_enabled()
-    if _fusion_off() or not (cpu or _on_gpus(graph)):
+    mode = fusion_mode()
+    if mode == "off" or (mode == "gpu" and not _on_gpus(graph)):
         return graph
+    cpu = mode == "all"
     options = (graph.attrs.get("backend_options") or {}).get(BACKEND, {})
     prop = PointwiseFusionProperty(**options)
     plan = copy.deepcopy(graph.attrs.get("partition_plan")) or PartitionPlan()
@@ -95,7 +94,7 @@ def fuse_pointwise_pass(graph: Graph) -> Graph:
 
 
 def _fuse_once(graph: Graph, prop, plan: PartitionPlan, allowed: set[int] | None,
-               cpu: bool = True) -> tuple[Graph, set[int]]:
+               cpu: bool) -> tuple[Graph, set[int]]:
     """``graph`` with the regions one growing round finds among the ``allowed`` nodes (by
     id(); None: all) contracted, ``graph`` itself when it finds none; records them in
     ``plan``. Also returns the nodes (of the new graph) worth another round: those a region
@@ -156,7 +155,7 @@ class _Scoped(SubgraphSelector):
     for it."""
 
     def __init__(self, prop, scopes: dict[int, tuple], allowed: set[int] | None,
-                 cpu: bool = True):
+                 cpu: bool):
         self.attrs = prop.attrs
         self._inner = prop.create_selector()
         self._scopes = scopes

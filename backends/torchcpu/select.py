@@ -169,11 +169,9 @@ class _Reasons(ReasonSelector):
         if self._shapes is None:
             return "shapes not inferred at partitioning"
         outs = node.op.num_visible_outputs(node.params)
-        why = supported(node, self._shapes.inputs(node), self._shapes.dtypes(node)[:outs + len(
-            node.inputs)])
-        if why is not None:
-            return why
-        return _CHOSEN[variant_for(node, self._shapes.inputs(node))]
+        ins = self._shapes.inputs(node)
+        why = supported(node, ins, self._shapes.dtypes(node)[:outs + len(node.inputs)])
+        return why if why is not None else _CHOSEN[variant_for(node, ins)]
 
 
 class TorchKernelsProperty(SubgraphProperty):

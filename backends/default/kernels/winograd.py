@@ -9,9 +9,10 @@ transposed), written into the gradient arrays. The products run on the batched p
 node names (``PRODUCT_ATTR``, numpy's by default; the ``torch`` strategy registers
 PyTorch's), the transforms' arrays live in the executor's workspace (4x the input and the
 output of a chunk of samples, at most CHUNK_BYTES for any batch but a single large sample).
-A pass chooses the variant for a node by naming it; the transforms
-need numba (without it, or when numba cannot compile them, the kernel warns once and runs the
-plain native kernel, same numbers within rounding).
+A pass chooses the variant for a node by naming it. The transforms need numba: without it
+the plain native kernel runs (the ``torch`` strategy then does not choose the variant), and
+a loop numba cannot compile is reported once in a RuntimeWarning before the plain kernel
+runs (same numbers within rounding).
 """
 from __future__ import annotations
 
@@ -198,15 +199,10 @@ def convolution_backward_winograd(call):
             if want_w:  # dU = dM V^T, then (after the last chunk) back to 3x3 filters
                 v = _planes(bufs["V"], c, tiles, True)
                 loops["winograd_input"](x[n0:n1], v, ph, pw, th, tw)
-                if not extra:
-                    du = _planes(bufs["U"], k, c, False)
-                    product(m, v.transpose(0, 2, 1), du)
-                elif n0 == 0:
-                    du = _planes(bufs["D"], k, c, False)
-                    product(m, v.transpose(0, 2, 1), du)
-                else:
-                    part = _planes(bufs["T"], k, c, False)
-                    product(m, v.transpose(0, 2, 1), part)
+                du = _planes(bufs["D" if extra else "U"], k, c, False)
+                part = du if n0 == 0 else _planes(bufs["T"], k, c, False)
+                product(m, v.transpose(0, 2, 1), part)
+                if part is not du:
                     xp.add(du, part, out=du)
         if want_w:
             loops["winograd_filters_adjoint"](du, dw)
