@@ -106,14 +106,21 @@ def test_winograd_convolutions_match_mxnet(monkeypatch):
     """With the thresholds lowered, resnet_like's 3x3 stride-1 convolutions (8 and 16
     channels) run the native Winograd variant on PyTorch's products, forward and backward,
     and two train steps still match MXNet's; at the default thresholds (64 channels, 64
-    tiles) none does."""
+    tiles) none does, nor where PyTorch's kernels use a vector extension not in
+    WINOGRAD_CAPABILITIES (AVX-512: oneDNN's own convolutions won there)."""
     _needs_torch()
     pytest.importorskip("numba", reason="the Winograd transforms need numba")
+    import torch
+
     from graphexec.backends.torchcpu import select
     from graphexec.core.runtime.blas_threads import PRODUCT_ATTR
     assert not _marked(_run("resnet_like", "torch"), "winograd")
     monkeypatch.setattr(select, "WINOGRAD_MIN_CHANNELS", 1)
     monkeypatch.setattr(select, "WINOGRAD_MIN_TILES", 1)
+    monkeypatch.setattr(select, "WINOGRAD_CAPABILITIES", frozenset())
+    assert not _marked(_run("resnet_like", "torch"), "winograd")
+    monkeypatch.setattr(select, "WINOGRAD_CAPABILITIES",
+                        frozenset({torch.backends.cpu.get_cpu_capability()}))
     exe = _run("resnet_like", "torch")
     marked = _marked(exe, "winograd")
     assert set(marked) == {f"{n}{s}" for n in ("b1a_conv", "b1b_conv", "b2b_conv")
@@ -245,6 +252,14 @@ EDGE_CASES = {
                (2, 2, 5, 5, 5)),
     "grouped_multiplier": (_S.Convolution(_X, kernel=(3, 3), num_filter=8, num_group=4,
                                           pad=(1, 1)), (2, 4, 7, 7)),
+    # pointwise convolutions as products: the weight gradient by one batched product (small
+    # channel counts) or by one product over the samples' columns (1x1 maps), 1-D and 3-D
+    "pointwise_bias": (_S.Convolution(_X, kernel=(1, 1), num_filter=5), (4, 3, 8, 8)),
+    "pointwise_1x1_maps": (_S.Convolution(_X, kernel=(1, 1), num_filter=64, no_bias=True),
+                           (8, 64, 1, 1)),
+    "pointwise_1d": (_S.Convolution(_X, kernel=(1,), num_filter=4), (2, 3, 10)),
+    "pointwise_3d": (_S.Convolution(_X, kernel=(1, 1, 1), num_filter=4, no_bias=True),
+                     (2, 3, 3, 4, 5)),
     "avg_exclude_pad": (_S.Pooling(_X, kernel=(3, 3), stride=(2, 2), pad=(1, 1), pool_type="avg",
                                    count_include_pad=False), (2, 3, 9, 9)),
     "avg_include_pad": (_S.Pooling(_X, kernel=(3, 3), stride=(2, 2), pad=(1, 1),
@@ -288,6 +303,57 @@ def test_variant_matches_native_on_edge_cases(case, monkeypatch):
     assert _marked(exe), "the variant ran nowhere"
     for k, (want, got) in enumerate(zip(*results)):
         _close(got, want, f"{case} result {k}")
+
+
+def test_pointwise_convolutions_run_as_products(monkeypatch):
+    """Which convolutions the variant runs as products (1x1 kernels of stride 1, no padding
+    or dilation, one group, fewer than POINTWISE_MAX_WEIGHT weights, contiguous arrays),
+    and a pointwise one whose data needs no gradient still gives the weight's and bias's."""
+    _needs_torch()
+    from graphexec.backends.torchcpu import kernels
+    calls = []
+    real = kernels._pointwise
+    monkeypatch.setattr(kernels, "_pointwise",
+                        lambda p, ts: calls.append(real(p, ts)) or calls[-1])
+    for kw, want in [({}, True), ({"stride": (2, 2)}, False), ({"pad": (1, 1)}, False),
+                     ({"num_group": 2}, False), ({"dilate": (2, 2)}, False)]:
+        calls.clear()
+        conv = _S.Convolution(_X, kernel=(1, 1), num_filter=8, name="c", **kw)
+        exe = conv.simple_bind(gx.cpu(), backend="torch", grad_req="null", data=(2, 4, 3, 3))
+        exe.forward()
+        assert calls == [want], kw
+    conv = _S.Convolution(_X, kernel=(1, 1), num_filter=8, name="c")
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 4, 3, 3)).astype("f4")
+    w_t = rng.standard_normal((1, 1, 4, 8)).astype("f4").T  # a strided (8, 4, 1, 1) view
+    b = np.zeros(8, "f4")
+    calls.clear()
+    got = conv.bind(gx.cpu(), {"data": x, "c_weight": w_t, "c_bias": b},
+                    backend="torch").forward()[0]
+    assert calls == [False]  # oneDNN's convolution takes it
+    want = conv.bind(gx.cpu(), {"data": x, "c_weight": np.ascontiguousarray(w_t), "c_bias": b},
+                     backend="NONE").forward()[0]
+    _close(got, want, "pointwise convolution of a strided weight")
+    monkeypatch.setattr(kernels, "POINTWISE_MAX_WEIGHT", 32)
+    calls.clear()
+    conv.simple_bind(gx.cpu(), backend="torch", grad_req="null", data=(2, 4, 3, 3)).forward()
+    assert calls == [False]
+    monkeypatch.undo()
+
+    conv = _S.Convolution(_X, kernel=(1, 1), num_filter=3, name="c")
+    results = []
+    for backend in ("NONE", "torch"):
+        exe = conv.simple_bind(gx.cpu(), backend=backend, data=(2, 4, 5, 5),
+                               grad_req={"data": "null", "c_weight": "write",
+                                         "c_bias": "write"})
+        rng = np.random.default_rng(2)
+        for arr in exe.arg_dict.values():
+            arr[...] = rng.standard_normal(arr.shape)
+        exe.forward(is_train=True)
+        exe.backward(rng.standard_normal(exe.outputs[0].shape).astype("f4"))
+        results.append([exe.grad_dict["c_weight"].copy(), exe.grad_dict["c_bias"].copy()])
+    for want, got in zip(*results):
+        _close(got, want, "pointwise gradient with the data's gradient null")
 
 
 # the native convolution's paths (backends/default/kernels/conv_fast.py): columns-free

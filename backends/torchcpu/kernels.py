@@ -110,11 +110,31 @@ def _conv_args(p) -> tuple:
     return (list(geo.stride), list(geo.pad), list(geo.dilate), False, [0] * nd, p.num_group)
 
 
+#: the most weight elements for which a pointwise convolution runs as products (below)
+POINTWISE_MAX_WEIGHT = 1 << 20
+
+
+def _pointwise(p, tensors: list) -> bool:
+    """Whether the convolution ``p`` is a plain product over channels (1x1... kernel, stride
+    1, no padding or dilation, one group) of fewer than POINTWISE_MAX_WEIGHT weights, on
+    contiguous tensors: then it runs as batched products on PyTorch's matmul (MKL) straight
+    into the planned arrays. oneDNN's channel-first convolution reorders the data to its
+    blocked layout and back at every call: MobileNet's 1x1 layers took 1.6-9x the products'
+    time forward and 1.5-4x backward (8-256 channels, batch 16); with a 512x2048 weight on
+    7x7 maps oneDNN's won (0.88x forward, 0.74x backward), hence the bound
+    (benchmarks/README.md)."""
+    geo = conv_geometry(p)
+    return (p.num_group == 1 and all(v == 1 for v in geo.kernel + geo.stride + geo.dilate)
+            and not any(geo.pad) and p.num_filter * tensors[0].shape[1] < POINTWISE_MAX_WEIGHT
+            and all(t.is_contiguous() for t in tensors))
+
+
 @_kernel("Convolution")
 def convolution(call):
     """oneDNN's convolution called directly where PyTorch has it (2-D and 3-D): ATen's
     ``convolution`` picks the same kernel after its own checks, 7% slower on ResNet-18's
-    3x3 layers (7.3 against 6.8 ms, batch 16, benchmarks/README.md)."""
+    3x3 layers (7.3 against 6.8 ms, batch 16, benchmarks/README.md); pointwise ones
+    (:func:`_pointwise`) as products, out[n] = W x[n]."""
     torch = load_torch()
     aten = torch.ops.aten
     p = call.params
@@ -122,6 +142,16 @@ def convolution(call):
     b = None if p.no_bias else _t(call.inputs[2])
     out = _t(call.outputs[0])
     args = _conv_args(p)
+    if _pointwise(p, [x, w, out]):
+        n, k = x.shape[0], w.shape[0]
+        w2, x3, o3 = w.view(k, -1), x.view(n, x.shape[1], -1), out.view(n, k, -1)
+        b2 = None if b is None else b.view(k, 1)
+
+        def run_products():
+            torch.matmul(w2, x3, out=o3)
+            if b2 is not None:
+                o3.add_(b2)
+        return run_products
     if torch.backends.mkldnn.is_available() and x.dim() in (4, 5):
         stride, pad, dilate, _, _, groups = args
 
@@ -147,11 +177,41 @@ def convolution_backward(call):
     bias_sizes = None if p.no_bias else [p.num_filter]
     args = _conv_args(p)
     pairs = [(k, o) for k, o in enumerate(outs) if mask[k]]
+    if _pointwise(p, [og, x, w] + outs):
+        return _pointwise_backward(og, x, w, outs, mask)
 
     def run():
         grads = aten.convolution_backward(og, x, w, bias_sizes, *args, mask)
         for k, o in pairs:
             o.copy_(grads[k])
+    return run
+
+
+def _pointwise_backward(og, x, w, outs: list, mask: list):
+    """The gradients of a pointwise convolution as products: dx[n] = W^T dy[n]; dW the sum
+    over samples of dy[n] x[n]^T, by one batched product summed where its (N, K, C) result
+    is at most twice the size of the data it reads (MobileNet's layers), else by one product
+    over the samples' columns, copied side by side ((16, 512, 7, 7) to 2048 channels: 0.72x);
+    the bias's the sums of dy."""
+    torch = load_torch()
+    n, k, c = x.shape[0], w.shape[0], w.shape[1]
+    g3, x3, wt = og.view(n, k, -1), x.view(n, c, -1), w.view(k, c).t()
+    dx3 = outs[0].view(n, c, -1) if mask[0] else None
+    dw2 = outs[1].view(k, c) if mask[1] else None
+    db = outs[2] if len(outs) > 2 and mask[2] else None
+    batched = n * k * c <= 2 * (k + c) * x3.shape[0] * x3.shape[2]
+
+    def run():
+        if dx3 is not None:
+            torch.matmul(wt, g3, out=dx3)
+        if dw2 is not None:
+            if batched:
+                torch.sum(torch.bmm(g3, x3.transpose(1, 2)), 0, out=dw2)
+            else:
+                torch.mm(g3.transpose(0, 1).reshape(k, -1), x3.transpose(0, 1).reshape(c, -1).t(),
+                         out=dw2)
+        if db is not None:
+            torch.sum(g3, (0, 2), out=db)
     return run
 
 

@@ -47,6 +47,11 @@ _CHOSEN = {OPENMP: CHOSEN_OPENMP, WINOGRAD: CHOSEN_WINOGRAD, NAME: CHOSEN}
 #: measured (benchmarks/bench_winograd.py: ResNet's 64-512 channel layers 0.64-0.89x; 8-32
 #: channels, or 16 tiles of 512 channels, 1.3-1.9x)
 WINOGRAD_MIN_CHANNELS, WINOGRAD_MIN_TILES = 64, 64
+#: the vector extensions of PyTorch's CPU kernels (``torch.backends.cpu.get_cpu_capability``)
+#: where the Winograd variant beat oneDNN's direct convolution: AVX2 (AMD machines, ResNet-18's
+#: step 0.85x). With AVX-512 oneDNN's own kernels won (a Xeon: 64 channels at 28x28 2.5x,
+#: the step 1.23x with the variant; benchmarks/README.md)
+WINOGRAD_CAPABILITIES = frozenset({"AVX2"})
 _F32 = np.dtype("float32")
 
 
@@ -195,7 +200,8 @@ def variant_for(node, in_shapes: list) -> str:
     numba's threads (in a step of ResNet-18 v1 0.97-0.99x, of MobileNet v1 0.25 0.89-0.94x
     the time with PyTorch's BatchNorm, benchmarks/README.md); 3x3 stride-1 convolutions of
     at least WINOGRAD_MIN_CHANNELS channels in and out and WINOGRAD_MIN_TILES output tiles
-    the native Winograd transforms with PyTorch's products; everything else PyTorch's."""
+    the native Winograd transforms with PyTorch's products where PyTorch's kernels use a
+    vector extension of WINOGRAD_CAPABILITIES; everything else PyTorch's."""
     if node.op.name == "BatchNorm" and _openmp_batch_norm():
         return OPENMP
     if node.op.name == "Convolution" and _winograd_wins(node.params, in_shapes):
@@ -207,6 +213,8 @@ def _winograd_wins(p, in_shapes: list) -> bool:
     data, weight = in_shapes[0], in_shapes[1]
     tiles = winograd_tiles(p, data)
     if tiles is None or min(data[1], weight[0]) < WINOGRAD_MIN_CHANNELS:
+        return False
+    if load_torch().backends.cpu.get_cpu_capability() not in WINOGRAD_CAPABILITIES:
         return False
     return data[0] * tiles.th * tiles.tw >= WINOGRAD_MIN_TILES and _native_variant(WINOGRAD,
                                                                                    "Convolution")
