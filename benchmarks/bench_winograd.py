@@ -38,15 +38,22 @@ LAYERS = [(16, 64, 28, 64), (16, 128, 14, 128), (16, 256, 7, 256), (16, 512, 4, 
 @contextmanager
 def winograd(mode: str):
     """Binds inside choose the Winograd variant where the strategy's thresholds say so
-    (``default``), wherever it applies (``always``) or ``never``."""
-    saved = select.WINOGRAD_MIN_CHANNELS, select.WINOGRAD_MIN_TILES
+    (``default``), wherever it applies (``always``) or ``never``; the first two whatever
+    vector extension PyTorch's kernels use (the strategy itself takes the variant only
+    where it is one of ``select.WINOGRAD_CAPABILITIES``)."""
+    saved = (select.WINOGRAD_MIN_CHANNELS, select.WINOGRAD_MIN_TILES,
+             select.WINOGRAD_CAPABILITIES)
     if mode != "default":
         least = 1 if mode == "always" else 1 << 30
         select.WINOGRAD_MIN_CHANNELS = select.WINOGRAD_MIN_TILES = least
+    if mode != "never":
+        import torch
+        select.WINOGRAD_CAPABILITIES = frozenset({torch.backends.cpu.get_cpu_capability()})
     try:
         yield
     finally:
-        select.WINOGRAD_MIN_CHANNELS, select.WINOGRAD_MIN_TILES = saved
+        (select.WINOGRAD_MIN_CHANNELS, select.WINOGRAD_MIN_TILES,
+         select.WINOGRAD_CAPABILITIES) = saved
 
 
 def _step(exe):

@@ -49,8 +49,8 @@ _CHOSEN = {OPENMP: CHOSEN_OPENMP, WINOGRAD: CHOSEN_WINOGRAD, NAME: CHOSEN}
 WINOGRAD_MIN_CHANNELS, WINOGRAD_MIN_TILES = 64, 64
 #: the vector extensions of PyTorch's CPU kernels (``torch.backends.cpu.get_cpu_capability``)
 #: where the Winograd variant beat oneDNN's direct convolution: AVX2 (AMD machines, ResNet-18's
-#: step 0.85x). With AVX-512 oneDNN's own kernels won (a Xeon: 64 channels at 28x28 2.5x,
-#: the step 1.23x with the variant; benchmarks/README.md)
+#: step 0.85x). With AVX-512 oneDNN's own kernels won (a Xeon: ResNet-18's layers 1.08-1.27x,
+#: the step 1.10-1.13x with the variant; benchmarks/bench_winograd.py, benchmarks/README.md)
 WINOGRAD_CAPABILITIES = frozenset({"AVX2"})
 _F32 = np.dtype("float32")
 
