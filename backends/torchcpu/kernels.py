@@ -114,19 +114,19 @@ def _conv_args(p) -> tuple:
 POINTWISE_MAX_WEIGHT = 1 << 20
 
 
-def _pointwise(p, tensors: list) -> bool:
+def _pointwise(p, weight, tensors: list) -> bool:
     """Whether the convolution ``p`` is a plain product over channels (1x1... kernel, stride
-    1, no padding or dilation, one group) of fewer than POINTWISE_MAX_WEIGHT weights, on
-    contiguous tensors: then it runs as batched products on PyTorch's matmul (MKL) straight
-    into the planned arrays. oneDNN's channel-first convolution reorders the data to its
-    blocked layout and back at every call: MobileNet's 1x1 layers took 1.6-9x the products'
-    time forward and 1.5-4x backward (8-256 channels, batch 16); with a 512x2048 weight on
-    7x7 maps oneDNN's won (0.88x forward, 0.74x backward), hence the bound
-    (benchmarks/README.md)."""
+    1, no padding or dilation, one group) of a ``weight`` of fewer than POINTWISE_MAX_WEIGHT
+    elements, on contiguous tensors: then it runs as batched products on PyTorch's matmul
+    (MKL) straight into the planned arrays. oneDNN's channel-first convolution reorders the
+    data to its blocked layout and back at every call: MobileNet's 1x1 layers took 1.4-9x
+    the products' time forward and 1.4-4x backward (8-256 channels, batch 16); with a
+    512x2048 weight on 7x7 maps oneDNN's won (0.88x forward, 0.74x backward), hence the
+    bound (benchmarks/README.md)."""
     geo = conv_geometry(p)
     return (p.num_group == 1 and all(v == 1 for v in geo.kernel + geo.stride + geo.dilate)
-            and not any(geo.pad) and p.num_filter * tensors[0].shape[1] < POINTWISE_MAX_WEIGHT
-            and all(t.is_contiguous() for t in tensors))
+            and not any(geo.pad) and weight.numel() < POINTWISE_MAX_WEIGHT
+            and all(t.is_contiguous() for t in [weight, *tensors]))
 
 
 @_kernel("Convolution")
@@ -142,7 +142,7 @@ def convolution(call):
     b = None if p.no_bias else _t(call.inputs[2])
     out = _t(call.outputs[0])
     args = _conv_args(p)
-    if _pointwise(p, [x, w, out]):
+    if _pointwise(p, w, [x, out]):
         n, k = x.shape[0], w.shape[0]
         w2, x3, o3 = w.view(k, -1), x.view(n, x.shape[1], -1), out.view(n, k, -1)
         b2 = None if b is None else b.view(k, 1)
@@ -177,7 +177,7 @@ def convolution_backward(call):
     bias_sizes = None if p.no_bias else [p.num_filter]
     args = _conv_args(p)
     pairs = [(k, o) for k, o in enumerate(outs) if mask[k]]
-    if _pointwise(p, [og, x, w] + outs):
+    if _pointwise(p, w, [og, x, *outs]):
         return _pointwise_backward(og, x, w, outs, mask)
 
     def run():
