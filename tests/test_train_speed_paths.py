@@ -314,9 +314,9 @@ def test_pointwise_convolutions_run_as_products(monkeypatch):
     calls = []
     real = kernels._pointwise
     monkeypatch.setattr(kernels, "_pointwise",
-                        lambda p, w, ts: calls.append(real(p, w, ts)) or calls[-1])
-    for kw, want in [({}, True), ({"stride": (2, 2)}, False), ({"pad": (1, 1)}, False),
-                     ({"num_group": 2}, False), ({"dilate": (2, 2)}, False)]:
+                        lambda p, ps, ts: calls.append(real(p, ps, ts)) or calls[-1])
+    for kw, want in [({}, "planes"), ({"stride": (2, 2)}, None), ({"pad": (1, 1)}, None),
+                     ({"num_group": 2}, None), ({"dilate": (2, 2)}, None)]:
         calls.clear()
         conv = _S.Convolution(_X, kernel=(1, 1), num_filter=8, name="c", **kw)
         exe = conv.simple_bind(gx.cpu(), backend="torch", grad_req="null", data=(2, 4, 3, 3))
@@ -330,20 +330,20 @@ def test_pointwise_convolutions_run_as_products(monkeypatch):
     calls.clear()
     got = conv.bind(gx.cpu(), {"data": x, "c_weight": w_t, "c_bias": b},
                     backend="torch").forward()[0]
-    assert calls == [False]  # oneDNN's convolution takes it
+    assert calls == [None]  # oneDNN's convolution takes it
     want = conv.bind(gx.cpu(), {"data": x, "c_weight": np.ascontiguousarray(w_t), "c_bias": b},
                      backend="NONE").forward()[0]
     _close(got, want, "pointwise convolution of a strided weight")
     monkeypatch.setattr(kernels, "POINTWISE_MAX_WEIGHT", 32)  # the weight has 8 x 4
     calls.clear()
     conv.simple_bind(gx.cpu(), backend="torch", grad_req="null", data=(2, 4, 3, 3)).forward()
-    assert calls == [False]
+    assert calls == [None]
     monkeypatch.setattr(kernels, "POINTWISE_MAX_WEIGHT", 33)
     calls.clear()
     exe = conv.simple_bind(gx.cpu(), backend="torch", data=(2, 4, 3, 3))
     exe.forward(is_train=True)
     exe.backward(np.ones((2, 8, 3, 3), "f4"))
-    assert calls == [True, True]  # forward and backward judge the same weight
+    assert calls == ["planes"] * 2  # forward and backward judge the same weight
     monkeypatch.undo()
 
     conv = _S.Convolution(_X, kernel=(1, 1), num_filter=3, name="c")

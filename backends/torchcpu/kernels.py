@@ -114,27 +114,41 @@ def _conv_args(p) -> tuple:
 POINTWISE_MAX_WEIGHT = 1 << 20
 
 
-def _pointwise(p, weight, tensors: list) -> bool:
-    """Whether the convolution ``p`` is a plain product over channels (1x1... kernel, stride
-    1, no padding or dilation, one group) of a ``weight`` of fewer than POINTWISE_MAX_WEIGHT
-    elements, on contiguous tensors: then it runs as batched products on PyTorch's matmul
-    (MKL) straight into the planned arrays. oneDNN's channel-first convolution reorders the
-    data to its blocked layout and back at every call: MobileNet's 1x1 layers took 1.4-9x
-    the products' time forward and 1.4-4x backward (8-256 channels, batch 16); with a
-    512x2048 weight on 7x7 maps oneDNN's won (0.88x forward, 0.74x backward), hence the
-    bound (benchmarks/README.md)."""
+def _pointwise(p, params: list, data: list) -> str | None:
+    """How the convolution ``p`` runs as products, when it is a plain product over channels
+    (1x1... kernel, stride 1, no padding or dilation, one group) with a weight (the first of
+    ``params``, which are all contiguous) of fewer than POINTWISE_MAX_WEIGHT elements:
+    ``"rows"`` when the ``data`` arrays are all stored channels-last (4-D; one product
+    over the N*H*W rows of channels), ``"planes"`` when they are all contiguous (batched
+    products over each sample's channel planes, out[n] = W x[n]); else None (oneDNN's
+    convolution). Either way the products (PyTorch's matmul, MKL) write straight into the
+    planned arrays. oneDNN's channel-first convolution reorders the data to its blocked
+    layout and back at every call: MobileNet's 1x1 layers took 1.4-9x the products' time
+    forward and 1.4-4x backward (8-256 channels, batch 16); with a 512x2048 weight on 7x7
+    maps oneDNN's won (0.88x forward, 0.74x backward), hence the bound
+    (benchmarks/README.md)."""
     geo = conv_geometry(p)
-    return (p.num_group == 1 and all(v == 1 for v in geo.kernel + geo.stride + geo.dilate)
-            and not any(geo.pad) and weight.numel() < POINTWISE_MAX_WEIGHT
-            and all(t.is_contiguous() for t in [weight, *tensors]))
+    if (p.num_group != 1 or any(v != 1 for v in geo.kernel + geo.stride + geo.dilate)
+            or any(geo.pad) or params[0].numel() >= POINTWISE_MAX_WEIGHT
+            or not all(t.is_contiguous() for t in params)):
+        return None
+    if all(t.dim() == 4 and t.is_contiguous(memory_format=load_torch().channels_last)
+           and not t.is_contiguous() for t in data):
+        return "rows"
+    return "planes" if all(t.is_contiguous() for t in data) else None
+
+
+def _rows(t):
+    """The (N*H*W, C) matrix of a channels-last 4-D tensor (a view)."""
+    return t.permute(0, 2, 3, 1).reshape(-1, t.shape[1])
 
 
 @_kernel("Convolution")
 def convolution(call):
     """oneDNN's convolution called directly where PyTorch has it (2-D and 3-D): ATen's
     ``convolution`` picks the same kernel after its own checks, 7% slower on ResNet-18's
-    3x3 layers (7.3 against 6.8 ms, batch 16, benchmarks/README.md); pointwise ones
-    (:func:`_pointwise`) as products, out[n] = W x[n]."""
+    3x3 layers (7.3 against 6.8 ms, batch 16, benchmarks/README.md); pointwise ones as
+    products (:func:`_pointwise`)."""
     torch = load_torch()
     aten = torch.ops.aten
     p = call.params
@@ -142,16 +156,27 @@ def convolution(call):
     b = None if p.no_bias else _t(call.inputs[2])
     out = _t(call.outputs[0])
     args = _conv_args(p)
-    if _pointwise(p, w, [x, out]):
-        n, k = x.shape[0], w.shape[0]
-        w2, x3, o3 = w.view(k, -1), x.view(n, x.shape[1], -1), out.view(n, k, -1)
+    how = _pointwise(p, [w] + ([] if b is None else [b]), [x, out])
+    if how is not None:
+        k = w.shape[0]
+        w2 = w.view(k, -1)
+        if how == "rows":
+            x2, o2, wt = _rows(x), _rows(out), w2.t()
+
+            def run_rows():
+                torch.mm(x2, wt, out=o2)
+                if b is not None:
+                    o2.add_(b)
+            return run_rows
+        n = x.shape[0]
+        x3, o3 = x.view(n, x.shape[1], -1), out.view(n, k, -1)
         b2 = None if b is None else b.view(k, 1)
 
-        def run_products():
+        def run_planes():
             torch.matmul(w2, x3, out=o3)
             if b2 is not None:
                 o3.add_(b2)
-        return run_products
+        return run_planes
     if torch.backends.mkldnn.is_available() and x.dim() in (4, 5):
         stride, pad, dilate, _, _, groups = args
 
@@ -177,8 +202,9 @@ def convolution_backward(call):
     bias_sizes = None if p.no_bias else [p.num_filter]
     args = _conv_args(p)
     pairs = [(k, o) for k, o in enumerate(outs) if mask[k]]
-    if _pointwise(p, w, [og, x, *outs]):
-        return _pointwise_backward(og, x, w, outs, mask)
+    how = _pointwise(p, [w, *outs[1:]], [og, x, outs[0]])
+    if how is not None:
+        return _pointwise_backward(og, x, w, outs, mask, how)
 
     def run():
         grads = aten.convolution_backward(og, x, w, bias_sizes, *args, mask)
@@ -187,21 +213,35 @@ def convolution_backward(call):
     return run
 
 
-def _pointwise_backward(og, x, w, outs: list, mask: list):
-    """The gradients of a pointwise convolution as products: dx[n] = W^T dy[n]; dW the sum
-    over samples of dy[n] x[n]^T, by one batched product summed where its (N, K, C) result
-    is at most twice the size of the data it reads (MobileNet's layers), else by one product
-    over the samples' columns, copied side by side ((16, 512, 7, 7) to 2048 channels: 0.72x);
-    the bias's the sums of dy."""
+def _pointwise_backward(og, x, w, outs: list, mask: list, how: str):
+    """The gradients of a pointwise convolution as products. Rows of channels (``how`` is
+    ``"rows"``): dx = dy W, dW = dy^T x, one product each. Channel planes: dx[n] = W^T dy[n];
+    dW the sum over samples of dy[n] x[n]^T, by one batched product summed where its (N, K,
+    C) result is at most twice the size of the data it reads (MobileNet's layers), else by
+    one product over the samples' columns, copied side by side ((16, 512, 7, 7) to 2048
+    channels: 0.72x). The bias's gradient: the sums of dy."""
     torch = load_torch()
     n, k, c = x.shape[0], w.shape[0], w.shape[1]
-    g3, x3, wt = og.view(n, k, -1), x.view(n, c, -1), w.view(k, c).t()
-    dx3 = outs[0].view(n, c, -1) if mask[0] else None
+    w2 = w.view(k, c)
     dw2 = outs[1].view(k, c) if mask[1] else None
     db = outs[2] if len(outs) > 2 and mask[2] else None
+    if how == "rows":
+        g2, x2 = _rows(og), _rows(x)
+        dx2 = _rows(outs[0]) if mask[0] else None
+
+        def run_rows():
+            if dx2 is not None:
+                torch.mm(g2, w2, out=dx2)
+            if dw2 is not None:
+                torch.mm(g2.t(), x2, out=dw2)
+            if db is not None:
+                torch.sum(g2, 0, out=db)
+        return run_rows
+    g3, x3, wt = og.view(n, k, -1), x.view(n, c, -1), w2.t()
+    dx3 = outs[0].view(n, c, -1) if mask[0] else None
     batched = n * k * c <= 2 * (k + c) * x3.shape[0] * x3.shape[2]
 
-    def run():
+    def run_planes():
         if dx3 is not None:
             torch.matmul(wt, g3, out=dx3)
         if dw2 is not None:
@@ -212,7 +252,7 @@ def _pointwise_backward(og, x, w, outs: list, mask: list):
                          out=dw2)
         if db is not None:
             torch.sum(g3, (0, 2), out=db)
-    return run
+    return run_planes
 
 
 # -- BatchNorm --------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from graphexec.core.ir.graph import Entry, Graph, Node
 from graphexec.core.ops.conv import channel_last, conv_geometry, pool_geometry, winograd_tiles
 from graphexec.core.runtime.blas_threads import PRODUCT_ATTR
 from graphexec.core.runtime.kernels import KERNEL_ATTR, kernel_registry
+from graphexec.core.runtime.layout import CHANNELS_LAST, LAYOUT_ATTR
 from graphexec.core.subgraph import ReasonSelector, SubgraphBackend, SubgraphProperty
 
 from .kernels import KERNELS, load_torch
@@ -42,6 +43,15 @@ WINOGRAD = "winograd"
 CHOSEN_WINOGRAD = ("runs the native Winograd F(2x2, 3x3) transforms with PyTorch's products "
                    "(torch strategy: faster than oneDNN's direct 3x3 convolution here)")
 _CHOSEN = {OPENMP: CHOSEN_OPENMP, WINOGRAD: CHOSEN_WINOGRAD, NAME: CHOSEN}
+#: the nodes that may store the 4-D entries between them channels-last
+#: (:mod:`graphexec.core.runtime.layout`, :func:`channels_last_nodes`): PyTorch's
+#: convolutions and relu, the native BatchNorm loops (which take channels-last data as
+#: rows of channels), the native additions (numpy's ufuncs); max pooling stays
+#: channel-first (PyTorch's channels-last backward took 5.6x the channel-first one's time)
+CHANNELS_LAST_OPS = {NAME: {"Convolution", "_backward_Convolution", "Activation",
+                            "_backward_Activation"},
+                     OPENMP: {"BatchNorm", "_backward_BatchNorm"},
+                     None: {"elemwise_add", "add_n"}}
 #: the fewest input and output channels, and 2x2 output tiles in the batch, for which the
 #: Winograd variant beat oneDNN's convolution, forward and backward, on every layer shape
 #: measured (benchmarks/bench_winograd.py: ResNet's 64-512 channel layers 0.64-0.89x; 8-32
@@ -271,11 +281,47 @@ def torch_kernels_pass(graph: Graph) -> Graph:
     return _marked(graph, chosen)
 
 
+def channels_last_nodes(graph: Graph, chosen: dict[int, str]) -> set[int]:
+    """The nodes asking for channels-last storage: the connected groups of nodes of
+    CHANNELS_LAST_OPS (running the variant named there; joined by the entries between them)
+    that hold a depthwise convolution (groups as many as its input channels, 2-D). oneDNN's
+    channel-first calls reorder the data to its blocked layout and back each time, which
+    costs most on depthwise layers (8 channels at 56x56, batch 16: 1.32 ms forward against
+    0.32 channels-last): MobileNet v1 0.25's train step took 0.77x its time with them
+    channels-last, ResNet-18 v1's (no depthwise layer) 1.17x (benchmarks/README.md)."""
+    ig = graph.indexed
+    shapes = graph.attrs["shape"]
+    members = {nid for nid, node in enumerate(ig.nodes) if node.op is not None
+               and node.op.name in CHANNELS_LAST_OPS.get(chosen.get(nid), ())}
+    group = {nid: nid for nid in members}
+
+    def root(nid: int) -> int:
+        while group[nid] != nid:
+            group[nid] = group[group[nid]]
+            nid = group[nid]
+        return nid
+    anchors = set()
+    for nid in members:
+        for e in ig.node_inputs[nid]:
+            src = ig.entry_node(e)[0]
+            if src in members:
+                group[root(src)] = root(nid)
+        node = ig.nodes[nid]
+        data = shapes[ig.node_inputs[nid][0]]
+        if (node.op.name == "Convolution" and data is not None and len(data) == 4
+                and node.params.num_group > 1 and node.params.num_group == data[1]):
+            anchors.add(nid)
+    kept = {root(a) for a in anchors}
+    return {nid for nid in members if root(nid) in kept}
+
+
 def _marked(graph: Graph, chosen: dict[int, str]) -> Graph:
     """A copy of ``graph`` whose ``chosen`` nodes carry the kernel attribute naming their
-    variant, the Winograd ones PyTorch's batched product too (same structure, so the
-    entry-indexed attributes stay valid; variables are shared, not copied)."""
+    variant, the Winograd ones PyTorch's batched product too, and the nodes of
+    :func:`channels_last_nodes` the layout attribute (same structure, so the entry-indexed
+    attributes stay valid; variables are shared, not copied)."""
     ig = graph.indexed
+    layout = channels_last_nodes(graph, chosen)
     new: list[Node] = []
     for nid, node in enumerate(ig.nodes):
         if node.op is None:
@@ -286,6 +332,8 @@ def _marked(graph: Graph, chosen: dict[int, str]) -> Graph:
             attrs = {**attrs, KERNEL_ATTR: chosen[nid]}
             if chosen[nid] == WINOGRAD:
                 attrs[PRODUCT_ATTR] = NAME
+        if nid in layout:
+            attrs = {**attrs, LAYOUT_ATTR: CHANNELS_LAST}
         copy_ = Node(node.op, node.name, attrs, node.params,
                      [Entry(new[ig.node_id[id(e.node)]], e.index, e.version) for e in node.inputs],
                      [new[ig.node_id[id(d)]] for d in node.control_deps], node.subgraphs)

@@ -18,6 +18,7 @@ from . import frozen
 from .bulk import bulk_enabled, compile_segments, segment_size
 from .dynamic import DynamicShapes
 from .kernels import KernelCall, Workspace, kernel_registry, kernel_variant
+from .layout import channels_last_entries, channels_last_view, inplace_allowed
 
 __all__ = ["ExecPlan"]
 
@@ -63,10 +64,14 @@ class ExecPlan:
         """Run the memory planner and carve every planned entry out of the pool buffers."""
         registry, device = kernel_registry(), self.ctx.device_type
         dynamic = self.dynamic.entries if self.dynamic is not None else frozenset()
+        #: the entries stored channels-last (:mod:`.layout`)
+        self.channels_last = channels_last_entries(self.graph, set(external) | dynamic)
+        alike = inplace_allowed(self.graph, self.channels_last)
         self.graph = apply_passes(self.graph.with_attrs(
             external_entries=set(external) | dynamic,  # dynamic ones: sized at run time
             inplace_ok=lambda node: registry.inplace_ok(node.op.name, device,
-                                                          kernel_variant(node))), ["plan_memory"])
+                                                          kernel_variant(node)) and alike(node)),
+            ["plan_memory"])
         attrs = self.graph.attrs
         shapes, dtypes, sids = attrs["shape"], attrs["dtype"], attrs["storage_id"]
         self.pool = self._pool_buffers(attrs["storage_bytes"], attrs["storage_context"],
@@ -83,15 +88,17 @@ class ExecPlan:
                 nid, _ = ig.entry_node(eid)
                 arrays[eid] = self.node_ctx[nid].zeros(shapes[eid], dtypes[eid])
                 continue
-            key = (sids[eid], shapes[eid], dtypes[eid])
+            last = eid in self.channels_last
+            key = (sids[eid], shapes[eid], dtypes[eid], last)
             view = views.get(key)
             if view is None:
                 dt = dtypes[eid]
                 count = 1
                 for d in shapes[eid]:
                     count *= d
-                buf = self.pool[sids[eid]][:count * dt.itemsize]
-                view = views[key] = buf.view(dt).reshape(shapes[eid])
+                buf = self.pool[sids[eid]][:count * dt.itemsize].view(dt)
+                view = views[key] = (channels_last_view(buf, shapes[eid]) if last
+                                     else buf.reshape(shapes[eid]))
             arrays[eid] = view
         return arrays
 

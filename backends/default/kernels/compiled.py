@@ -49,7 +49,8 @@ import numpy as np
 from .winograd_loops import FUNCTIONS as WINOGRAD_LOOPS
 from .winograd_loops import RUN as WINOGRAD_RUN
 
-__all__ = ["channel_range", "channel_view", "compiled_for", "loops_apply", "over_channels"]
+__all__ = ["channel_range", "channel_rows", "channel_view", "compiled_for", "over_channels",
+           "over_rows"]
 
 #: the functions below are source for numba (:func:`_source`), which gives ``prange`` its
 #: meaning there; as Python they are never called
@@ -461,22 +462,224 @@ def _batch_norm_backward_parts(g, x, mean, invstd, scale, sums, dx, batch, want,
                              bounds[j + 1])
 
 
+#: lanes per run of the loops over channels-last rows: RUN_LANES // C rows of C channels
+#: side by side (at least one row)
+RUN_LANES = 256
+
+
+def _run_width(c):  # pragma: no cover - numba's
+    """The lanes of one run over rows of ``c`` channels (whole rows)."""
+    return max(1, RUN_LANES // c) * c
+
+
+def _rows_moments(x, r0, r1, states, lanes):  # pragma: no cover - numba's
+    """states[c] = (count, mean, squared deviations) of channel c over rows [r0, r1) of x
+    (R, C), channels-last data: runs of whole rows as lanes (lane i is channel i % C), in
+    blocks of at most BLOCK runs: each lane's block sum gives its rough mean, its deviations
+    from it its moments, merged into its channel's state in float64 (:func:`_merge`); the
+    rows past the last whole run one element at a time."""
+    c = x.shape[1]
+    width = _run_width(c)
+    xf = x.reshape(x.size)
+    first, second, shifts = lanes[0, :width], lanes[1, :width], lanes[2, :width]
+    states[:] = 0
+    start, end = r0 * c, r1 * c
+    runs = (end - start) // width
+    for q0 in range(0, runs, BLOCK):
+        q1 = min(q0 + BLOCK, runs)
+        size = np.float64(q1 - q0)
+        first[:] = 0
+        for q in range(q0, q1):
+            run = xf[start + q * width:start + (q + 1) * width]
+            for i in range(width):
+                first[i] += run[i]
+        for i in range(width):
+            shifts[i] = x.dtype.type(np.float64(first[i]) / size)
+        first[:] = 0
+        second[:] = 0
+        for q in range(q0, q1):
+            run = xf[start + q * width:start + (q + 1) * width]
+            for i in range(width):
+                d = run[i] - shifts[i]
+                first[i] += d
+                second[i] += d * d
+        for i in range(width):
+            _merge(states[i % c], size, shifts[i], np.float64(first[i]), np.float64(second[i]))
+    for k in range(start + runs * width, end):
+        _merge(states[(k - start) % c], 1.0, xf[k], 0.0, 0.0)
+
+
+def _rows_affine(x, scale, shift, out, r0, r1, lanes):  # pragma: no cover - numba's
+    """out[r, c] = x[r, c] * scale[c] + shift[c] for rows [r0, r1) of (R, C) channels-last
+    data, in runs of whole rows with per-lane scale and shift."""
+    c = x.shape[1]
+    width = _run_width(c)
+    xf, of = x.reshape(x.size), out.reshape(out.size)
+    s_lanes, t_lanes = lanes[0, :width], lanes[1, :width]
+    for i in range(width):
+        s_lanes[i] = scale[i % c]
+        t_lanes[i] = shift[i % c]
+    start, end = r0 * c, r1 * c
+    runs = (end - start) // width
+    for q in range(runs):
+        src = xf[start + q * width:start + (q + 1) * width]
+        dst = of[start + q * width:start + (q + 1) * width]
+        for i in range(width):
+            dst[i] = src[i] * s_lanes[i] + t_lanes[i]
+    for k in range(start + runs * width, end):
+        j = (k - start) % c
+        of[k] = xf[k] * s_lanes[j] + t_lanes[j]
+
+
+def _rows_train_parts(x, gamma, beta, eps, fix_gamma, mean, var, invstd, scale, shift, out,
+                      bounds):  # pragma: no cover - numba's
+    """:func:`_batch_norm_train` for channels-last data as rows (R, C), the rows split at
+    ``bounds`` across numba's threads: each part's moments, merged in float64, then the
+    statistics as :func:`_batch_norm_train` derives them, then each part normalised."""
+    c = x.shape[1]
+    parts = bounds.size - 1
+    states = np.zeros((parts, c, 3))
+    lanes = np.empty((parts, 3, _run_width(c)), x.dtype)
+    for j in prange(parts):
+        _rows_moments(x, bounds[j], bounds[j + 1], states[j], lanes[j])
+    one = x.dtype.type(1)
+    for ch in range(c):
+        state = states[0, ch]
+        for j in range(1, parts):
+            if states[j, ch, 0] > 0:
+                _merge(state, states[j, ch, 0], states[j, ch, 1], 0.0, states[j, ch, 2])
+        mean[ch] = mu = x.dtype.type(state[1])
+        var[ch] = v = x.dtype.type(state[2] / max(state[0], 1.0))
+        invstd[ch] = inv = one / np.sqrt(v + eps)
+        scale[ch] = s = inv if fix_gamma else inv * gamma[ch]
+        shift[ch] = beta[ch] - mu * s
+    for j in prange(parts):
+        _rows_affine(x, scale, shift, out, bounds[j], bounds[j + 1], lanes[j])
+
+
+def _rows_affine_parts(x, scale, shift, out, bounds):  # pragma: no cover - numba's
+    """:func:`_rows_affine` over the row ranges of ``bounds`` on numba's threads."""
+    lanes = np.empty((bounds.size - 1, 2, _run_width(x.shape[1])), x.dtype)
+    for j in prange(bounds.size - 1):
+        _rows_affine(x, scale, shift, out, bounds[j], bounds[j + 1], lanes[j])
+
+
+def _rows_gradient_sums(g, x, mean, sums, r0, r1, lanes):  # pragma: no cover - numba's
+    """sums[c] = (sum dY, sum dY * (x - mean[c])) in float64 over rows [r0, r1) of (R, C)
+    channels-last data, in runs of whole rows as lanes, blocks of at most BLOCK runs."""
+    c = x.shape[1]
+    width = _run_width(c)
+    gf, xf = g.reshape(g.size), x.reshape(x.size)
+    first, second, shifts = lanes[0, :width], lanes[1, :width], lanes[2, :width]
+    for i in range(width):
+        shifts[i] = x.dtype.type(mean[i % c])
+    sums[:] = 0
+    start, end = r0 * c, r1 * c
+    runs = (end - start) // width
+    for q0 in range(0, runs, BLOCK):
+        first[:] = 0
+        second[:] = 0
+        for q in range(q0, min(q0 + BLOCK, runs)):
+            base = start + q * width
+            grun, xrun = gf[base:base + width], xf[base:base + width]
+            for i in range(width):
+                first[i] += grun[i]
+                second[i] += grun[i] * (xrun[i] - shifts[i])
+        for i in range(width):
+            sums[i % c, 0] += np.float64(first[i])
+            sums[i % c, 1] += np.float64(second[i])
+    for k in range(start + runs * width, end):
+        j = (k - start) % c
+        sums[j, 0] += np.float64(gf[k])
+        sums[j, 1] += np.float64(gf[k] * (xf[k] - shifts[j]))
+
+
+def _rows_data_gradient(g, x, mean, offset, slope, scale, dx, batch, r0, r1,
+                        lanes):  # pragma: no cover - numba's
+    """:func:`_data_gradient` for rows [r0, r1) of (R, C) channels-last data (``dx`` may
+    be ``g``)."""
+    c = x.shape[1]
+    width = _run_width(c)
+    gf, xf, df = g.reshape(g.size), x.reshape(x.size), dx.reshape(dx.size)
+    shifts, offsets, slopes, scales = lanes[0, :width], lanes[1, :width], lanes[2, :width], \
+        lanes[3, :width]
+    for i in range(width):
+        shifts[i] = x.dtype.type(mean[i % c])
+        offsets[i] = offset[i % c]
+        slopes[i] = slope[i % c]
+        scales[i] = scale[i % c]
+    start, end = r0 * c, r1 * c
+    runs = (end - start) // width
+    for q in range(runs):
+        base = start + q * width
+        grun, xrun, drun = gf[base:base + width], xf[base:base + width], df[base:base + width]
+        if batch:
+            for i in range(width):
+                drun[i] = (grun[i] - offsets[i] - (xrun[i] - shifts[i]) * slopes[i]) * scales[i]
+        else:
+            for i in range(width):
+                drun[i] = grun[i] * scales[i]
+    for k in range(start + runs * width, end):
+        j = (k - start) % c
+        if batch:
+            df[k] = (gf[k] - offsets[j] - (xf[k] - shifts[j]) * slopes[j]) * scales[j]
+        else:
+            df[k] = gf[k] * scales[j]
+
+
+def _rows_backward_parts(g, x, mean, invstd, scale, sums, dx, batch, want,
+                         bounds):  # pragma: no cover - numba's
+    """:func:`_batch_norm_backward` for channels-last data as rows (R, C), the rows split at
+    ``bounds`` across numba's threads: each part's sums, added in float64, then each part's
+    data gradient (``dx`` may be ``g``)."""
+    c = x.shape[1]
+    parts = bounds.size - 1
+    count = max(x.shape[0], 1)
+    partial = np.zeros((parts, c, 2))
+    lanes = np.empty((parts, 4, _run_width(c)), x.dtype)
+    for j in prange(parts):
+        _rows_gradient_sums(g, x, mean, partial[j], bounds[j], bounds[j + 1], lanes[j])
+    offset, slope = np.zeros(c, x.dtype), np.zeros(c, x.dtype)
+    for ch in range(c):
+        sums[ch, 0] = 0
+        sums[ch, 1] = 0
+        for j in range(parts):
+            sums[ch, 0] += partial[j, ch, 0]
+            sums[ch, 1] += partial[j, ch, 1]
+        inv = np.float64(invstd[ch])
+        sums[ch, 1] *= inv
+        if batch:
+            offset[ch] = x.dtype.type(sums[ch, 0] / count)
+            slope[ch] = x.dtype.type(sums[ch, 1] * inv / count)
+    if want:
+        for j in prange(parts):
+            _rows_data_gradient(g, x, mean, offset, slope, scale, dx, batch, bounds[j],
+                                bounds[j + 1], lanes[j])
+
+
 #: the compiled functions, in the order the generated module defines them (a loop calls
 #: the ones before it)
 _FUNCTIONS = (_depthwise_flat, _depthwise_loops, _block_sums, _lane_sums, _merge, _expand,
               _lanes, _group, _moments, _affine, _channel_affine, _batch_norm_train, _gradient_sums,
               _data_gradient, _batch_norm_backward, _batch_norm_finish, _batch_norm_train_parts,
-              _batch_norm_backward_parts, *WINOGRAD_LOOPS)
+              _batch_norm_backward_parts, _run_width, _rows_moments, _rows_affine,
+              _rows_train_parts, _rows_affine_parts, _rows_gradient_sums, _rows_data_gradient,
+              _rows_backward_parts, *WINOGRAD_LOOPS)
 #: the options beyond caching and nogil: the one fast-math flag of the block sums (see
 #: :func:`_block_sums`), numba's threads for the loops over channel ranges and planes
 _OPTIONS = {"_block_sums": ", fastmath={'reassoc'}", "_batch_norm_train_parts": ", parallel=True",
             "_batch_norm_backward_parts": ", parallel=True",
+            **{name: ", parallel=True" for name in ("_rows_train_parts", "_rows_affine_parts",
+                                                    "_rows_backward_parts")},
             **{fn.__name__: ", parallel=True" for fn in WINOGRAD_LOOPS}}
 _LOOPS = {"depthwise": "_depthwise_loops", "channel_affine": "_channel_affine",
           "batch_norm_train": "_batch_norm_train", "batch_norm_backward": "_batch_norm_backward",
           "batch_norm_finish": "_batch_norm_finish",
           "batch_norm_train_parts": "_batch_norm_train_parts",
           "batch_norm_backward_parts": "_batch_norm_backward_parts",
+          "batch_norm_rows_train": "_rows_train_parts",
+          "batch_norm_rows_affine": "_rows_affine_parts",
+          "batch_norm_rows_backward": "_rows_backward_parts",
           **{fn.__name__[1:]: fn.__name__ for fn in WINOGRAD_LOOPS}}
 _MODULE: list = []
 #: loops numba failed to compile (warned once each)
@@ -487,7 +690,7 @@ def _source() -> str:
     from graphexec.core.runtime.jit_cache import CACHE_OPTION
     parts = ["import numpy as np", "from numba import njit, prange", "", f"BLOCK = {BLOCK}",
              f"SHORT = {SHORT}", f"LANE_BATCH = {LANE_BATCH}", f"TINY = {TINY}",
-             f"LANES = {LANES}", f"RUN = {WINOGRAD_RUN}"]
+             f"LANES = {LANES}", f"RUN = {WINOGRAD_RUN}", f"RUN_LANES = {RUN_LANES}"]
     for fn in _FUNCTIONS:
         extra = _OPTIONS.get(fn.__name__, "")
         parts += ["", "", f"@njit({CACHE_OPTION}, nogil=True{extra})",
@@ -507,16 +710,39 @@ def _module():
     return _MODULE[0]
 
 
-def loops_apply(xp, dtype, *arrays) -> bool:
-    """Whether the loops can take ``arrays``: host (numpy) arrays, not empty, C-contiguous,
-    all of ``dtype``, float32 or float64."""
-    return (xp.__name__ == "numpy" and dtype in (np.float32, np.float64)
-            and all(a.size and a.dtype == dtype and a.flags.c_contiguous for a in arrays))
-
-
 def channel_view(shape: tuple, axis: int) -> tuple[int, int, int]:
     """``shape`` as the loops see it: (before ``axis``, ``axis``, after it)."""
     return math.prod(shape[:axis]), shape[axis], math.prod(shape[axis + 1:])
+
+
+def channel_rows(xp, dtype, axis: int, *arrays) -> tuple[list, bool] | None:
+    """``arrays`` (alike in shape) as the BatchNorm loops take them, and whether as rows:
+    None where the loops do not apply (they take host (numpy) arrays, not empty, all of
+    ``dtype``, float32 or float64). C-contiguous arrays as (before ``axis``, ``axis``,
+    after it) for the loops over channels; 4-D arrays all stored channels-last (N x H x W
+    x C in memory, :mod:`graphexec.core.runtime.layout`) and normalised over axis 1 as
+    rows (N*H*W, C) for the loops over rows (``_rows_*``)."""
+    if (xp.__name__ != "numpy" or dtype not in (np.float32, np.float64)
+            or not all(a.size and a.dtype == dtype for a in arrays)):
+        return None
+    if all(a.flags.c_contiguous for a in arrays):
+        return [a.reshape(channel_view(a.shape, axis)) for a in arrays], False
+    last = [a.transpose(0, 2, 3, 1) for a in arrays if a.ndim == 4]
+    if axis == 1 and len(last) == len(arrays) and all(a.flags.c_contiguous for a in last):
+        return [a.reshape(-1, a.shape[3]) for a in last], True
+    return None
+
+
+def over_rows(loop, shape: tuple[int, int]):
+    """``f(*args)`` running a ``_rows_*_parts`` loop over rows data of ``shape`` (R, C), the
+    rows split across the host's threads (at least MIN_OPENMP_PART elements a part) on
+    numba's threads: the parts' bounds are the loop's last argument."""
+    from graphexec.core.runtime.blas_threads import on_numba_threads, split
+    rows, c = shape
+    parts = split(np, rows, -(-MIN_OPENMP_PART // max(c, 1)))
+    bounds = np.array([lo for lo, _ in parts] + [rows], np.int64)
+    run_parallel = on_numba_threads(loop, len(parts))
+    return lambda *args: run_parallel(*args, bounds)
 
 
 #: the fewest elements worth a thread of their own in the BatchNorm loops: on Python threads

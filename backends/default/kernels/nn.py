@@ -12,7 +12,7 @@ import numpy as np
 from graphexec.core.ops.nn import SELU_ALPHA, SELU_LAMBDA
 
 from .base import OPENMP, bound_by_scalar, cast_scalar, kernel, kernel_variant, special
-from .compiled import channel_range, channel_view, compiled_for, loops_apply, over_channels
+from .compiled import channel_range, channel_rows, compiled_for, over_channels, over_rows
 
 __all__ = ["reshaper", "work_dtype", "matmul_into", "softmax_fn"]
 
@@ -318,9 +318,12 @@ def _compiled_batch_norm(xp, x, out, axis: int, dtype, batch: bool, openmp: bool
     across the host's threads for large data (:func:`~.compiled.over_channels`; numba's
     with ``openmp``, for the training forward). Inception v3's 94 BatchNorm nodes at batch
     1 took 9.5 ms with numpy's two passes (benchmarks/README.md)."""
-    if not loops_apply(xp, dtype, x, out):
+    found = channel_rows(xp, dtype, axis, x, out)
+    if found is None:
         return None
-    x3, out3 = (a.reshape(channel_view(x.shape, axis)) for a in (x, out))
+    (x3, out3), rows = found
+    if rows:
+        return _compiled_rows(x3, out3, dtype, batch)
     c = x3.shape[1]
     stat = np.empty(c, dtype)  # gamma, beta, the statistics: this type and layout
     if batch:
@@ -339,6 +342,28 @@ def _compiled_batch_norm(xp, x, out, axis: int, dtype, batch: bool, openmp: bool
         return None
     affine = over_channels(loop, x3.shape)
     return None, lambda scale, shift: affine(x3, scale, shift, out3)
+
+
+def _compiled_rows(x2, out2, dtype, batch: bool):
+    """:func:`_compiled_batch_norm` for channels-last data as rows (N*H*W, C): the loops
+    over rows on numba's threads (:func:`~.compiled.over_rows`)."""
+    c = x2.shape[1]
+    stat = np.empty(c, dtype)
+    if batch:
+        scale, shift = np.empty(c, dtype), np.empty(c, dtype)
+        loop = compiled_for("batch_norm_rows_train", x2, stat, stat, dtype.type(0), True, stat,
+                            stat, stat, stat, stat, out2, np.zeros(2, np.int64))
+        if loop is None:
+            return None
+        train = over_rows(loop, x2.shape)
+        return (lambda gamma, beta, eps, fix_gamma, mean, var, invstd:
+                train(x2, gamma, beta, eps, fix_gamma, mean, var, invstd, scale, shift, out2),
+                None)
+    loop = compiled_for("batch_norm_rows_affine", x2, stat, stat, out2, np.zeros(2, np.int64))
+    if loop is None:
+        return None
+    affine = over_rows(loop, x2.shape)
+    return None, lambda scale, shift: affine(x2, scale, shift, out2)
 
 
 @kernel("LayerNorm")

@@ -13,7 +13,7 @@ import numpy as np
 from graphexec.core.ops.nn import SELU_ALPHA, SELU_LAMBDA
 
 from .base import OPENMP, cast_scalar, kernel, kernel_variant, nothing, sequence, special
-from .compiled import channel_range, channel_view, compiled_for, loops_apply, over_channels
+from .compiled import channel_range, channel_rows, compiled_for, over_channels, over_rows
 from .nn import matmul_into, prelu_gamma_shape, reshaper, work_dtype
 
 __all__ = ["target", "sum_into", "nothing", "sequence"]
@@ -326,18 +326,24 @@ def _compiled_backward(call, axis: int, batch: bool, openmp: bool = False):
     og, mean, _, x = call.inputs[:4]
     dx = call.outputs[0]
     dtype = mean.dtype
-    if not loops_apply(call.xp, dtype, og, x, dx):
+    found = channel_rows(call.xp, dtype, axis, og, x, dx)
+    if found is None:
         return None
-    g3, x3, dx3 = (a.reshape(channel_view(x.shape, axis)) for a in (og, x, dx))
+    (g3, x3, dx3), rows = found
     sums = np.empty((x3.shape[1], 2), np.float64)
     want = call.req[0] != "null"
     stat = np.empty(x3.shape[1], dtype)
-    loop = compiled_for("batch_norm_backward_parts" if openmp else "batch_norm_backward", g3,
-                        x3, stat, stat, stat, sums, dx3, batch, want,
-                        *channel_range(x3.shape[1], openmp))
+    if rows:  # channels-last data as rows (N*H*W, C), on numba's threads
+        loop = compiled_for("batch_norm_rows_backward", g3, x3, stat, stat, stat, sums, dx3,
+                            batch, want, np.zeros(2, np.int64))
+        loop = None if loop is None else over_rows(loop, x3.shape)
+    else:
+        loop = compiled_for("batch_norm_backward_parts" if openmp else "batch_norm_backward",
+                            g3, x3, stat, stat, stat, sums, dx3, batch, want,
+                            *channel_range(x3.shape[1], openmp))
+        loop = None if loop is None else over_channels(loop, x3.shape, openmp)
     if loop is None:
         return None
-    loop = over_channels(loop, x3.shape, openmp)
 
     def run(mu, inv, scale):
         # the moving statistics (global stats) may come in another float type

@@ -1,0 +1,222 @@
+"""Channels-last storage (core/runtime/layout.py) as the ``torch`` strategy uses it: the
+connected groups of PyTorch convolutions and relu, native BatchNorm and additions that hold
+a depthwise convolution keep the 4-D entries between them N x H x W x C in memory, seen by
+every kernel as (N, C, H, W) arrays with other strides. Results equal the native
+strategy's (forward, every gradient, moving statistics; a monitor sees the same values);
+graph outputs, the executor's given arrays and entries read by other nodes stay
+channel-first; no kernel runs in place across two layouts. The BatchNorm loops over
+channels-last rows against float64 sums. Skips (saying so) without PyTorch or numba."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import graphexec as gx
+from graphexec.core.runtime.layout import LAYOUT_ATTR
+
+S = gx.sym
+
+
+def _needs_torch_and_numba():
+    pytest.importorskip("torch", reason="the torch strategy needs PyTorch")
+    pytest.importorskip("numba", reason="channels-last BatchNorm runs numba's loops")
+
+
+def _separable(residual: bool = True):
+    """conv 3x3 -> BN -> relu -> depthwise 3x3 -> BN -> relu -> pointwise -> BN
+    (+ the block's input) -> relu -> max pooling -> FC -> SoftmaxOutput."""
+    x = S.Variable("data")
+    y = S.Activation(S.BatchNorm(S.Convolution(x, kernel=(3, 3), pad=(1, 1), num_filter=6,
+                                               no_bias=True, name="c0"),
+                                 fix_gamma=False, name="bn0"), act_type="relu", name="r0")
+    z = S.Activation(S.BatchNorm(S.Convolution(y, kernel=(3, 3), pad=(1, 1), num_filter=6,
+                                               num_group=6, no_bias=True, name="dw"),
+                                 fix_gamma=False, name="bn1"), act_type="relu", name="r1")
+    z = S.BatchNorm(S.Convolution(z, kernel=(1, 1), num_filter=6, name="pw"),
+                    fix_gamma=False, name="bn2")
+    if residual:
+        z = z + y
+    z = S.Activation(z, act_type="relu", name="r2")
+    z = S.Pooling(z, kernel=(2, 2), stride=(2, 2), pool_type="max", name="pool")
+    z = S.FullyConnected(z, num_hidden=5, name="fc")
+    return S.SoftmaxOutput(z, S.Variable("softmax_label"), name="softmax")
+
+
+def _step(sym, backend: str, monitor: list | None = None, shape=(3, 2, 9, 10)):
+    exe = sym.simple_bind(gx.cpu(), backend=backend, data=shape, softmax_label=(shape[0],),
+                          grad_req={n: "null" if n == "softmax_label" else "write"
+                                    for n in sym.list_arguments()})
+    rng = np.random.default_rng(5)
+    for name, arr in list(exe.arg_dict.items()) + list(exe.aux_dict.items()):
+        if name == "softmax_label":
+            arr[...] = rng.integers(0, 5, arr.shape)
+        elif name.endswith("_var"):
+            arr[...] = rng.uniform(0.5, 1.5, arr.shape)
+        else:
+            arr[...] = rng.standard_normal(arr.shape)
+    if monitor is not None:
+        exe.set_monitor_callback(lambda name, arr: monitor.append((name, np.array(arr))),
+                                 monitor_all=True)
+    for _ in range(2):
+        exe.forward(is_train=True)
+        exe.backward()
+    return exe
+
+
+def _close(got, want, what: str) -> None:
+    # float32 noise relative to the array's scale, with a floor for gradients that are zero
+    # up to rounding (a convolution's bias before BatchNorm)
+    scale = max(float(np.abs(want).max()), 0.05)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=3e-5 * scale, err_msg=what)
+
+
+@pytest.mark.parametrize("residual", [True, False])
+def test_separable_block_matches_native(residual):
+    _needs_torch_and_numba()
+    sym = _separable(residual)
+    want, got = _step(sym, "NONE"), _step(sym, "torch")
+    plan = got._plan
+    ig = plan.graph.indexed
+    assert plan.channels_last, "no entry stored channels-last"
+    marked = {n.name for n in ig.nodes if n.op is not None and LAYOUT_ATTR in n.attrs}
+    assert {"c0", "dw", "pw", "bn1", "r1"} <= marked and "pool" not in marked
+    for e in plan.channels_last:
+        arr = plan.arrays[e]
+        assert arr.ndim == 4 and not arr.flags.c_contiguous
+        assert arr.transpose(0, 2, 3, 1).flags.c_contiguous
+    # what the executor hands out stays channel-first
+    for arr in (*got.outputs, *got.arg_dict.values(), *got.grad_dict.values()):
+        assert arr is None or arr.flags.c_contiguous  # None: no gradient asked
+    # the relu feeding the (channel-first) pooling: input channels-last, output not
+    r2 = next(i for i, n in enumerate(ig.nodes) if n.name == "r2")
+    assert ig.node_inputs[r2][0] in plan.channels_last
+    assert ig.row_ptr[r2] not in plan.channels_last
+    _close(got.outputs[0], want.outputs[0], "output")
+    for name in want.grad_dict:
+        if name != "softmax_label":
+            _close(got.grad_dict[name], want.grad_dict[name], f"gradient of {name}")
+    for name in want.aux_dict:
+        _close(got.aux_dict[name], want.aux_dict[name], f"{name} after two steps")
+
+
+def test_monitor_sees_channel_first_values():
+    """Every entry a monitor is shown holds the native strategy's numbers, channels-last
+    ones included (they are (N, C, H, W) arrays with other strides)."""
+    _needs_torch_and_numba()
+    sym = _separable()
+    native, torch_seen = [], []
+    _step(sym, "NONE", native)
+    _step(sym, "torch", torch_seen)
+    want = {name: arr for name, arr in native}
+    island = ("c0", "dw", "pw", "bn", "r0", "r1", "r2", "_plus")  # not the pooling's argmax
+    compared = 0
+    for name, arr in torch_seen:
+        if name in want and arr.ndim == 4 and name.startswith(island):
+            _close(arr, want[name], f"monitored {name}")
+            compared += 1
+    assert compared > 10
+
+
+def test_without_depthwise_convolutions_nothing_changes_layout():
+    """A ResNet-like group of dense convolutions keeps channel-first storage (channels-last
+    made ResNet-18's step slower)."""
+    _needs_torch_and_numba()
+    x = S.Variable("data")
+    y = S.Activation(S.BatchNorm(S.Convolution(x, kernel=(3, 3), pad=(1, 1), num_filter=4,
+                                               name="c"), name="bn"), act_type="relu")
+    sym = S.SoftmaxOutput(S.FullyConnected(y, num_hidden=3, name="fc"),
+                          S.Variable("softmax_label"), name="softmax")
+    exe = _step(sym, "torch")
+    assert not exe._plan.channels_last
+    assert not any(LAYOUT_ATTR in n.attrs for n in exe._plan.graph.indexed.nodes)
+
+
+def test_no_kernel_runs_in_place_across_layouts():
+    """Entries sharing storage in place have one layout (an elementwise kernel writing one
+    while reading the other would read what it wrote)."""
+    _needs_torch_and_numba()
+    exe = _step(_separable(), "torch")
+    plan = exe._plan
+    ig = plan.graph.indexed
+    sids = plan.graph.attrs["storage_id"]
+    for nid, node in enumerate(ig.nodes):
+        if node.op is None:
+            continue
+        for e_out in range(ig.row_ptr[nid], ig.row_ptr[nid + 1]):
+            for e_in in ig.node_inputs[nid]:
+                if sids[e_out] >= 0 and sids[e_out] == sids[e_in]:
+                    assert (e_out in plan.channels_last) == (e_in in plan.channels_last), \
+                        node.name
+
+
+@pytest.mark.parametrize("shape", [(16, 8, 7, 9), (2, 3, 5, 7), (3, 300, 3, 3), (5, 64, 2, 1),
+                                   (2, 2, 40, 40)])
+@pytest.mark.parametrize("batch", [True, False])
+def test_batch_norm_rows_loops(shape, batch):
+    """The loops over channels-last rows (the whole row range split across numba's
+    threads, remainders past the last run of whole rows included) against float64 sums:
+    statistics, output, data gradient and the sums the parameter gradients come from."""
+    pytest.importorskip("numba", reason="the loops need numba")
+    from graphexec.backends.default.kernels import compiled
+    from graphexec.backends.default.kernels.nn import _compiled_batch_norm
+    n, c, h, w = shape
+    rng = np.random.default_rng(sum(shape))
+    x = (rng.standard_normal((n, h, w, c)) * 3 + 50).astype("f4").transpose(0, 3, 1, 2)
+    g = rng.standard_normal((n, h, w, c)).astype("f4").transpose(0, 3, 1, 2)
+    out = np.empty((n, h, w, c), "f4").transpose(0, 3, 1, 2)
+    dx = np.empty((n, h, w, c), "f4").transpose(0, 3, 1, 2)
+    f4 = np.dtype("f4")
+    gamma, beta = rng.uniform(0.5, 1.5, c).astype("f4"), rng.standard_normal(c).astype("f4")
+    x64 = x.astype("f8")
+    axes, b = (0, 2, 3), (None, slice(None), None, None)
+    if batch:
+        train, _ = _compiled_batch_norm(np, x, out, 1, f4, True, True)
+        mean, var, inv = (np.empty(c, "f4") for _ in range(3))
+        train(gamma, beta, np.float32(1e-5), False, mean, var, inv)
+        m, v = x64.mean(axis=axes), x64.var(axis=axes)
+        np.testing.assert_allclose(mean, m, rtol=1e-6)
+        np.testing.assert_allclose(var, v, rtol=2e-5, atol=1e-6)
+    else:
+        _, affine = _compiled_batch_norm(np, x, out, 1, f4, False, True)
+        m = rng.standard_normal(c).astype("f4")
+        inv = rng.uniform(0.5, 1.5, c).astype("f4")
+        affine(inv * gamma, beta - m * inv * gamma)
+        mean, v = m, 1 / inv.astype("f8") ** 2 - 1e-5
+    ref = (x64 - m[b]) / np.sqrt(v + 1e-5)[b] * gamma[b] + beta[b]
+    np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5)
+
+    (g2, x2, dx2), rows = compiled.channel_rows(np, f4, 1, g, x, dx)
+    assert rows and g2.shape == (n * h * w, c)
+    loop = compiled.over_rows(compiled.compiled_for(
+        "batch_norm_rows_backward", g2, x2, mean, inv, inv, np.zeros((c, 2)), dx2, batch,
+        True, np.zeros(2, np.int64)), g2.shape)
+    sums = np.zeros((c, 2))
+    scale = inv * gamma
+    loop(g2, x2, mean, inv, scale, sums, dx2, batch, True)
+    g64, xhat = g.astype("f8"), (x64 - mean.astype("f8")[b]) * inv.astype("f8")[b]
+    np.testing.assert_allclose(sums[:, 0], g64.sum(axis=axes), rtol=1e-5, atol=1e-3)
+    np.testing.assert_allclose(sums[:, 1], (g64 * xhat).sum(axis=axes), rtol=1e-5, atol=1e-3)
+    want = g64 * scale.astype("f8")[b]
+    if batch:
+        count = n * h * w
+        want = (g64 - (g64.sum(axis=axes)[b] + xhat * (g64 * xhat).sum(axis=axes)[b]) / count) \
+            * scale.astype("f8")[b]
+    np.testing.assert_allclose(dx, want, rtol=1e-4, atol=1e-4 * float(np.abs(want).max()))
+
+
+def test_pytorchs_batch_norm_between_channels_last_nodes(monkeypatch):
+    """Without the native BatchNorm loops (no numba) BatchNorm runs PyTorch's kernel
+    channel-first: the entries around it change layout at its edges, and the step still
+    matches the native one."""
+    pytest.importorskip("torch", reason="the torch strategy needs PyTorch")
+    from graphexec.backends.torchcpu import select
+    monkeypatch.setattr(select, "_openmp_batch_norm", lambda: False)
+    sym = _separable()
+    want, got = _step(sym, "NONE"), _step(sym, "torch")
+    ig = got._plan.graph.indexed
+    assert not any(LAYOUT_ATTR in n.attrs for n in ig.nodes
+                   if n.op is not None and n.op.name == "BatchNorm")
+    _close(got.outputs[0], want.outputs[0], "output")
+    for name in want.grad_dict:
+        if name != "softmax_label":
+            _close(got.grad_dict[name], want.grad_dict[name], f"gradient of {name}")
