@@ -18,6 +18,9 @@ BatchNorm's statistics and gradients within rounding (below).
 - ``batch_norm_train_parts``, ``batch_norm_backward_parts``: the same over channel ranges on
   numba's threads (``parallel=True``), for the kernels' ``openmp`` variant;
 - ``batch_norm_finish``: the backward's parameter gradients and moving statistics;
+- ``batch_norm_rows_train``, ``batch_norm_rows_affine``, ``batch_norm_rows_backward``:
+  BatchNorm over channels-last data taken as rows (N*H*W, C) (:func:`channel_rows`), the
+  rows split across numba's threads (:func:`over_rows`);
 - ``winograd_*``: the transforms of Winograd's F(2x2, 3x3) convolution over channel planes
   on numba's threads (:mod:`.winograd_loops`, :mod:`.winograd`).
 
