@@ -64,11 +64,12 @@ class ExecPlan:
         """Run the memory planner and carve every planned entry out of the pool buffers."""
         registry, device = kernel_registry(), self.ctx.device_type
         dynamic = self.dynamic.entries if self.dynamic is not None else frozenset()
+        given = set(external) | dynamic  # dynamic ones: sized at run time
         #: the entries stored channels-last (:mod:`.layout`)
-        self.channels_last = channels_last_entries(self.graph, set(external) | dynamic)
+        self.channels_last = channels_last_entries(self.graph, given)
         alike = inplace_allowed(self.graph, self.channels_last)
         self.graph = apply_passes(self.graph.with_attrs(
-            external_entries=set(external) | dynamic,  # dynamic ones: sized at run time
+            external_entries=given,
             inplace_ok=lambda node: registry.inplace_ok(node.op.name, device,
                                                           kernel_variant(node)) and alike(node)),
             ["plan_memory"])

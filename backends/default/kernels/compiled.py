@@ -305,6 +305,28 @@ def _channel_affine(x, scale, shift, out, c0, c1):  # pragma: no cover - numba's
                 dst[i] = src[i] * s + t
 
 
+def _statistics(state, ch, gamma, beta, eps, fix_gamma, mean, var, invstd, scale,
+                shift):  # pragma: no cover - numba's
+    """Channel ``ch``'s batch statistics from its ``state`` (count, mean, squared
+    deviations): mean and biased variance, invstd = 1 / sqrt(var + eps), scale = invstd (*
+    gamma unless ``fix_gamma``), shift = beta - mean * scale, in the data type."""
+    mean[ch] = mu = mean.dtype.type(state[1])
+    var[ch] = v = mean.dtype.type(state[2] / max(state[0], 1.0))
+    invstd[ch] = inv = mean.dtype.type(1) / np.sqrt(v + eps)
+    scale[ch] = s = inv if fix_gamma else inv * gamma[ch]
+    shift[ch] = beta[ch] - mu * s
+
+
+def _gradient_factors(sums, ch, invstd, count, batch, offset, slope):  # pragma: no cover
+    """Channel ``ch``'s sum dY * (x - mean) scaled to sum dY * xhat, and with batch
+    statistics the data gradient's offset (mean dY) and slope (mean dY * xhat * invstd)."""
+    inv = np.float64(invstd[ch])
+    sums[ch, 1] *= inv
+    if batch:
+        offset[ch] = offset.dtype.type(sums[ch, 0] / count)
+        slope[ch] = offset.dtype.type(sums[ch, 1] * inv / count)
+
+
 def _batch_norm_train(x, gamma, beta, eps, fix_gamma, mean, var, invstd, scale, shift, out, c0,
                       c1):  # pragma: no cover - numba's
     """BatchNorm with batch statistics for channels [c0, c1) of (N, C, rest), a few
@@ -317,17 +339,12 @@ def _batch_norm_train(x, gamma, beta, eps, fix_gamma, mean, var, invstd, scale, 
     step = _group(n, m)
     states = np.empty((step, 3))
     lanes = np.empty((4, step * m), x.dtype)
-    one = x.dtype.type(1)
     for lo in range(c0, c1, step):
         hi = min(lo + step, c1)
         _moments(x, lo, hi, states, lanes)
         for ch in range(lo, hi):
-            state = states[ch - lo]
-            mean[ch] = mu = x.dtype.type(state[1])
-            var[ch] = v = x.dtype.type(state[2] / max(state[0], 1.0))
-            invstd[ch] = inv = one / np.sqrt(v + eps)
-            scale[ch] = s = inv if fix_gamma else inv * gamma[ch]
-            shift[ch] = beta[ch] - mu * s
+            _statistics(states[ch - lo], ch, gamma, beta, eps, fix_gamma, mean, var, invstd,
+                        scale, shift)
         _affine(x, scale, shift, out, lo, hi, lanes)
 
 
@@ -415,11 +432,7 @@ def _batch_norm_backward(g, x, mean, invstd, scale, sums, dx, batch, want, c0,
         hi = min(lo + step, c1)
         _gradient_sums(g, x, mean, sums, lo, hi, lanes)
         for ch in range(lo, hi):
-            inv = np.float64(invstd[ch])
-            sums[ch, 1] *= inv
-            if batch:
-                offset[ch] = x.dtype.type(sums[ch, 0] / count)
-                slope[ch] = x.dtype.type(sums[ch, 1] * inv / count)
+            _gradient_factors(sums, ch, invstd, count, batch, offset, slope)
         if want:
             _data_gradient(g, x, mean, offset, slope, scale, dx, batch, lo, hi, lanes)
 
@@ -545,17 +558,12 @@ def _rows_train_parts(x, gamma, beta, eps, fix_gamma, mean, var, invstd, scale, 
     lanes = np.empty((parts, 3, _run_width(c)), x.dtype)
     for j in prange(parts):
         _rows_moments(x, bounds[j], bounds[j + 1], states[j], lanes[j])
-    one = x.dtype.type(1)
     for ch in range(c):
         state = states[0, ch]
         for j in range(1, parts):
             if states[j, ch, 0] > 0:
                 _merge(state, states[j, ch, 0], states[j, ch, 1], 0.0, states[j, ch, 2])
-        mean[ch] = mu = x.dtype.type(state[1])
-        var[ch] = v = x.dtype.type(state[2] / max(state[0], 1.0))
-        invstd[ch] = inv = one / np.sqrt(v + eps)
-        scale[ch] = s = inv if fix_gamma else inv * gamma[ch]
-        shift[ch] = beta[ch] - mu * s
+        _statistics(state, ch, gamma, beta, eps, fix_gamma, mean, var, invstd, scale, shift)
     for j in prange(parts):
         _rows_affine(x, scale, shift, out, bounds[j], bounds[j + 1], lanes[j])
 
@@ -600,7 +608,9 @@ def _rows_gradient_sums(g, x, mean, sums, r0, r1, lanes):  # pragma: no cover - 
 def _rows_data_gradient(g, x, mean, offset, slope, scale, dx, batch, r0, r1,
                         lanes):  # pragma: no cover - numba's
     """:func:`_data_gradient` for rows [r0, r1) of (R, C) channels-last data (``dx`` may
-    be ``g``)."""
+    be ``g``). Its per-run loop is the lanes loop of :func:`_data_gradient` written out:
+    with that loop, the lanes sums and the affine loop as shared functions called per run,
+    the rows loops took 10-25% longer (one measurement, benchmarks/README.md)."""
     c = x.shape[1]
     width = _run_width(c)
     gf, xf, df = g.reshape(g.size), x.reshape(x.size), dx.reshape(dx.size)
@@ -649,11 +659,7 @@ def _rows_backward_parts(g, x, mean, invstd, scale, sums, dx, batch, want,
         for j in range(parts):
             sums[ch, 0] += partial[j, ch, 0]
             sums[ch, 1] += partial[j, ch, 1]
-        inv = np.float64(invstd[ch])
-        sums[ch, 1] *= inv
-        if batch:
-            offset[ch] = x.dtype.type(sums[ch, 0] / count)
-            slope[ch] = x.dtype.type(sums[ch, 1] * inv / count)
+        _gradient_factors(sums, ch, invstd, count, batch, offset, slope)
     if want:
         for j in prange(parts):
             _rows_data_gradient(g, x, mean, offset, slope, scale, dx, batch, bounds[j],
@@ -663,11 +669,11 @@ def _rows_backward_parts(g, x, mean, invstd, scale, sums, dx, batch, want,
 #: the compiled functions, in the order the generated module defines them (a loop calls
 #: the ones before it)
 _FUNCTIONS = (_depthwise_flat, _depthwise_loops, _block_sums, _lane_sums, _merge, _expand,
-              _lanes, _group, _moments, _affine, _channel_affine, _batch_norm_train, _gradient_sums,
-              _data_gradient, _batch_norm_backward, _batch_norm_finish, _batch_norm_train_parts,
-              _batch_norm_backward_parts, _run_width, _rows_moments, _rows_affine,
-              _rows_train_parts, _rows_affine_parts, _rows_gradient_sums, _rows_data_gradient,
-              _rows_backward_parts, *WINOGRAD_LOOPS)
+              _lanes, _group, _moments, _statistics, _gradient_factors, _affine, _channel_affine,
+              _batch_norm_train, _gradient_sums, _data_gradient, _batch_norm_backward,
+              _batch_norm_finish, _batch_norm_train_parts, _batch_norm_backward_parts,
+              _run_width, _rows_moments, _rows_affine, _rows_train_parts, _rows_affine_parts,
+              _rows_gradient_sums, _rows_data_gradient, _rows_backward_parts, *WINOGRAD_LOOPS)
 #: the options beyond caching and nogil: the one fast-math flag of the block sums (see
 #: :func:`_block_sums`), numba's threads for the loops over channel ranges and planes
 _OPTIONS = {"_block_sums": ", fastmath={'reassoc'}", "_batch_norm_train_parts": ", parallel=True",
