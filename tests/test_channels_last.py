@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 
 import graphexec as gx
+from graphexec.backends.torchcpu.select import NATIVE_DEPTHWISE_MAX_POSITIONS
+from graphexec.core.runtime.kernels import KERNEL_ATTR
 from graphexec.core.runtime.layout import LAYOUT_ATTR
 
 S = gx.sym
@@ -72,14 +74,21 @@ def _close(got, want, what: str) -> None:
 
 
 @pytest.mark.parametrize("residual,shape", [(True, (3, 2, 9, 10)), (False, (3, 2, 9, 10)),
-                                            (True, (4, 2, 32, 32))])
+                                            (True, (4, 2, 32, 32)), (True, (3, 2, 7, 8)),
+                                            (False, (5, 2, 4, 4))])
 def test_separable_block_matches_native(residual, shape):
+    """Maps of at most 64 positions run the depthwise layer's native loops over rows
+    (``openmp``), larger ones oneDNN's."""
     _needs_torch_and_numba()
     sym = _separable(residual)
     want, got = _step(sym, "NONE", shape=shape), _step(sym, "torch", shape=shape)
     plan = got._plan
     ig = plan.graph.indexed
     assert plan.channels_last, "no entry stored channels-last"
+    variant = {n.name: n.attrs.get(KERNEL_ATTR) for n in ig.nodes if n.op is not None}
+    small = shape[2] * shape[3] <= NATIVE_DEPTHWISE_MAX_POSITIONS
+    assert variant["dw"] == ("openmp" if small else "torch")
+    assert variant["dw_backward"] == variant["dw"] and variant["pw"] == "torch"
     marked = {n.name for n in ig.nodes if n.op is not None and LAYOUT_ATTR in n.attrs}
     assert {"c0", "dw", "pw", "bn1", "r1"} <= marked and "pool" not in marked
     for e in plan.channels_last:

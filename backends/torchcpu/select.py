@@ -32,11 +32,12 @@ __all__ = ["NAME", "supported", "torch_kernels_pass", "make_backend", "TorchKern
 NAME = "torch"
 #: what the plan records for a node that runs the variant
 CHOSEN = "runs PyTorch's kernel (torch strategy, no region)"
-#: the native kernels' BatchNorm variant whose compiled loops run on numba's threads (the
-#: default backend registers it); the strategy takes it where numba is installed
+#: the native kernels' variant whose compiled loops run on numba's threads (BatchNorm; the
+#: Convolution's depthwise layers over channels-last data; the default backend registers
+#: it); the strategy takes it where numba is installed
 OPENMP = "openmp"
 CHOSEN_OPENMP = ("runs the native compiled loops on numba's threads (torch strategy: faster "
-                 "than PyTorch's NCHW BatchNorm)")
+                 "than PyTorch's NCHW BatchNorm and oneDNN's depthwise layers on small maps)")
 #: the native kernels' Winograd F(2x2, 3x3) convolutions, their products on PyTorch's
 #: (registered by the plugin as the batched product ``torch``)
 WINOGRAD = "winograd"
@@ -50,8 +51,15 @@ _CHOSEN = {OPENMP: CHOSEN_OPENMP, WINOGRAD: CHOSEN_WINOGRAD, NAME: CHOSEN}
 #: channel-first (PyTorch's channels-last backward took 5.6x the channel-first one's time)
 CHANNELS_LAST_OPS = {NAME: {"Convolution", "_backward_Convolution", "Activation",
                             "_backward_Activation"},
-                     OPENMP: {"BatchNorm", "_backward_BatchNorm"},
+                     OPENMP: {"BatchNorm", "_backward_BatchNorm", "Convolution",
+                              "_backward_Convolution"},
                      None: {"elemwise_add", "add_n"}}
+#: the most output positions per map (OH x OW) of a depthwise convolution that runs the
+#: native compiled loops over channels-last rows (``openmp``) instead of oneDNN's: on small
+#: maps oneDNN's fixed cost per call dominates (MobileNet v1 0.25's layers, batch 16,
+#: forward + backward, loops over oneDNN's: 7x7 maps 0.3-0.85x, 4x4 0.57-0.85x; 14x14
+#: 1.0-1.2x, 28x28 1.1-1.3x, stride 2 to 28x28 2x; benchmarks/README.md)
+NATIVE_DEPTHWISE_MAX_POSITIONS = 64
 #: the fewest input and output channels, and 2x2 output tiles in the batch, for which the
 #: Winograd variant beat oneDNN's convolution, forward and backward, on every layer shape
 #: measured (benchmarks/bench_winograd.py: ResNet's 64-512 channel layers 0.64-0.89x; 8-32
@@ -206,13 +214,16 @@ def make_backend() -> SubgraphBackend:
 
 def variant_for(node, in_shapes: list) -> str:
     """The kernel variant the supported forward ``node`` (and its backward) runs, where numba
-    is installed and the native variant registered: BatchNorm the native compiled loops on
-    numba's threads (in a step of ResNet-18 v1 0.97-0.99x, of MobileNet v1 0.25 0.89-0.94x
+    is installed and the native variant registered: BatchNorm, and depthwise convolutions
+    with small output maps (:data:`NATIVE_DEPTHWISE_MAX_POSITIONS`), the native compiled
+    loops on numba's threads (in a step of ResNet-18 v1 0.97-0.99x, of MobileNet v1 0.25 0.89-0.94x
     the time with PyTorch's BatchNorm, benchmarks/README.md); 3x3 stride-1 convolutions of
     at least WINOGRAD_MIN_CHANNELS channels in and out and WINOGRAD_MIN_TILES output tiles
     the native Winograd transforms with PyTorch's products where PyTorch's kernels use a
     vector extension of WINOGRAD_CAPABILITIES; everything else PyTorch's."""
     if node.op.name == "BatchNorm" and _openmp_batch_norm():
+        return OPENMP
+    if node.op.name == "Convolution" and _native_depthwise(node.params, in_shapes):
         return OPENMP
     if node.op.name == "Convolution" and _winograd_wins(node.params, in_shapes):
         return WINOGRAD
@@ -228,6 +239,24 @@ def _winograd_wins(p, in_shapes: list) -> bool:
         return False
     return data[0] * tiles.th * tiles.tw >= WINOGRAD_MIN_TILES and _native_variant(WINOGRAD,
                                                                                    "Convolution")
+
+
+def _native_depthwise(p, in_shapes: list) -> bool:
+    """A 2-D depthwise convolution (as many groups as input channels and filters) with at
+    most NATIVE_DEPTHWISE_MAX_POSITIONS output positions per map, where numba is
+    installed."""
+    data = in_shapes[0]
+    if data is None or len(data) != 4 or channel_last(p.layout):
+        return False
+    if not p.num_group == data[1] == p.num_filter > 1:
+        return False
+    geo = conv_geometry(p)
+    positions = 1
+    for size, pad, dilate, kernel, stride in zip(data[2:], geo.pad, geo.dilate, geo.kernel,
+                                                 geo.stride):
+        positions *= max(0, (size + 2 * pad - dilate * (kernel - 1) - 1) // stride + 1)
+    return (positions <= NATIVE_DEPTHWISE_MAX_POSITIONS
+            and _native_variant(OPENMP, "Convolution"))
 
 
 def _openmp_batch_norm() -> bool:

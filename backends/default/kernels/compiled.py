@@ -22,7 +22,11 @@ BatchNorm's statistics and gradients within rounding (below).
   BatchNorm over channels-last data taken as rows (N*H*W, C) (:func:`channel_rows`), the
   rows split across numba's threads (:func:`over_rows`);
 - ``winograd_*``: the transforms of Winograd's F(2x2, 3x3) convolution over channel planes
-  on numba's threads (:mod:`.winograd_loops`, :mod:`.winograd`).
+  on numba's threads (:mod:`.winograd_loops`, :mod:`.winograd`);
+- ``dw_forward``, ``dw_data_gradient``, ``dw_weight_gradient``: a 2-D depthwise
+  convolution and its gradients over channels-last data on numba's threads
+  (:mod:`.depthwise_rows`, ``conv_fast.rows_depthwise_runner``; products and sums fused
+  into one rounding each, ``contract``).
 
 The BatchNorm loops take rows (a channel's elements in one sample) one channel at a time,
 summing blocks of at most BLOCK elements in the data type (vectorised by one fast-math flag,
@@ -49,6 +53,8 @@ import warnings
 
 import numpy as np
 
+from .depthwise_rows import FUNCTIONS as DEPTHWISE_ROWS_LOOPS
+from .depthwise_rows import PARALLEL as DEPTHWISE_ROWS_PARALLEL
 from .winograd_loops import FUNCTIONS as WINOGRAD_LOOPS
 from .winograd_loops import RUN as WINOGRAD_RUN
 
@@ -673,14 +679,18 @@ _FUNCTIONS = (_depthwise_flat, _depthwise_loops, _block_sums, _lane_sums, _merge
               _batch_norm_train, _gradient_sums, _data_gradient, _batch_norm_backward,
               _batch_norm_finish, _batch_norm_train_parts, _batch_norm_backward_parts,
               _run_width, _rows_moments, _rows_affine, _rows_train_parts, _rows_affine_parts,
-              _rows_gradient_sums, _rows_data_gradient, _rows_backward_parts, *WINOGRAD_LOOPS)
+              _rows_gradient_sums, _rows_data_gradient, _rows_backward_parts, *WINOGRAD_LOOPS,
+              *DEPTHWISE_ROWS_LOOPS)
 #: the options beyond caching and nogil: the one fast-math flag of the block sums (see
-#: :func:`_block_sums`), numba's threads for the loops over channel ranges and planes
+#: :func:`_block_sums`), numba's threads for the loops over channel ranges, planes and
+#: rows, fused multiply-adds in the depthwise rows loops
 _OPTIONS = {"_block_sums": ", fastmath={'reassoc'}", "_batch_norm_train_parts": ", parallel=True",
             "_batch_norm_backward_parts": ", parallel=True",
             **{name: ", parallel=True" for name in ("_rows_train_parts", "_rows_affine_parts",
                                                     "_rows_backward_parts")},
-            **{fn.__name__: ", parallel=True" for fn in WINOGRAD_LOOPS}}
+            **{fn.__name__: ", parallel=True" for fn in WINOGRAD_LOOPS},
+            **{name: ", parallel=True, fastmath={'contract'}" for name in DEPTHWISE_ROWS_PARALLEL},
+            "_dw_row": ", fastmath={'contract'}"}
 _LOOPS = {"depthwise": "_depthwise_loops", "channel_affine": "_channel_affine",
           "batch_norm_train": "_batch_norm_train", "batch_norm_backward": "_batch_norm_backward",
           "batch_norm_finish": "_batch_norm_finish",
@@ -689,7 +699,8 @@ _LOOPS = {"depthwise": "_depthwise_loops", "channel_affine": "_channel_affine",
           "batch_norm_rows_train": "_rows_train_parts",
           "batch_norm_rows_affine": "_rows_affine_parts",
           "batch_norm_rows_backward": "_rows_backward_parts",
-          **{fn.__name__[1:]: fn.__name__ for fn in WINOGRAD_LOOPS}}
+          **{fn.__name__[1:]: fn.__name__ for fn in WINOGRAD_LOOPS},
+          **{name[1:]: name for name in DEPTHWISE_ROWS_PARALLEL}}
 _MODULE: list = []
 #: loops numba failed to compile (warned once each)
 _FAILED: set[str] = set()

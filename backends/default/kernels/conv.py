@@ -19,8 +19,9 @@ from graphexec.core.ops.common import lowest
 from graphexec.core.ops.conv import (conv_geometry, deconv_adjustments, deconv_pads,
                                      pool_count_region, pool_geometry)
 
-from .base import kernel, sequence
+from .base import OPENMP, kernel, kernel_variant, sequence
 from .conv_fast import (compiled_depthwise_runner, depthwise_runner, grouped_matmul,
+                        rows_depthwise_runner,
                         is_depthwise, offsets_applicable, offsets_layout, offsets_runner)
 from .nn import matmul_into, reshaper, work_dtype
 
@@ -127,9 +128,12 @@ def _im2col(xp, x, geo, out_sp: tuple, bufs: dict):
     return bufs["cols"]
 
 
+@kernel_variant("Convolution", OPENMP)
 @kernel("Convolution")
 def convolution(call):
-    """out[n, f] = sum over c, window of weight[f, c] * data[n, c, window] (+ bias)."""
+    """out[n, f] = sum over c, window of weight[f, c] * data[n, c, window] (+ bias).
+    Also the ``openmp`` variant: the name a strategy picks for depthwise layers over
+    channels-last data, which run compiled loops on numba's threads."""
     xp, p = call.xp, call.params
     geo = conv_geometry(p)
     x = channel_first_view(call.inputs[0], geo.last)
@@ -143,7 +147,9 @@ def convolution(call):
     result_shape = (n, g, f // g, math.prod(out_sp))
     add_bias = _bias_adder(xp, call, call.outputs[0], geo.last)
     if is_depthwise(p, geo, c, out.dtype):
-        return sequence([_depthwise(call, x, out, geo, out_sp), add_bias])
+        rows = rows_depthwise_runner(x, call.inputs[1], None if p.no_bias else call.inputs[2],
+                                     out, geo)
+        return rows or sequence([_depthwise(call, x, out, geo, out_sp), add_bias])
     if offsets_applicable(p, geo, c, out.dtype, xp):
         specs = {k: (shape, out.dtype)
                  for k, shape in offsets_layout(x.shape, geo, out_sp, f, xp).items()}

@@ -21,6 +21,7 @@ import numpy as np
 
 from graphexec.core.runtime.blas_threads import run_parts, serial_blas, split
 
+from .base import sequence
 from .compiled import compiled_for
 from .nn import reshaper
 
@@ -174,3 +175,73 @@ def offsets_runner(xp, x, weight, out, geo, scratch):
             run_parts(xp, parts, part)
         xp.copyto(out, acc.reshape(n, f, ho, wp)[..., :wo])
     return run
+
+
+def stored_rows(*arrays) -> bool:
+    """Whether the host arrays are all 4-D and stored channels-last (N x H x W x C in memory:
+    :mod:`graphexec.core.runtime.layout`)."""
+    return all(isinstance(a, np.ndarray) and a.ndim == 4
+               and a.transpose(0, 2, 3, 1).flags.c_contiguous for a in arrays)
+
+
+def _rows_geometry(geo) -> tuple:
+    (sh, sw), (ph, pw), (dh, dw) = geo.stride, geo.pad, geo.dilate
+    return sh, sw, ph, pw, dh, dw
+
+
+def _kernel_last(weight):
+    """``f()``: the (C, 1, KH, KW) ``weight`` as (KH, KW, C), copied into one buffer."""
+    c, _, kh, kw = weight.shape
+    buf = np.empty((kh, kw, c), weight.dtype)
+
+    def run():
+        np.copyto(buf, weight.reshape(c, kh, kw).transpose(1, 2, 0))
+        return buf
+    return run
+
+
+def rows_depthwise_runner(x, weight, bias, out, geo):
+    """The run function of a 2-D depthwise Convolution over channels-last data (``x`` and
+    ``out`` stored N x H x W x C) through numba's compiled loops on numba's threads
+    (:mod:`.depthwise_rows`), or None where they do not apply (no numba, other layouts).
+    ``bias`` is the bias array or None."""
+    if len(geo.kernel) != 2 or not stored_rows(x, out):
+        return None
+    xr, outr = x.transpose(0, 2, 3, 1), out.transpose(0, 2, 3, 1)
+    kernel_last = _kernel_last(weight)
+    b = np.zeros(x.shape[1], x.dtype) if bias is None else bias
+    args = _rows_geometry(geo)
+    loop = compiled_for("dw_forward", xr, kernel_last(), b, outr, *args)
+    if loop is None:
+        return None
+    return lambda: loop(xr, kernel_last(), b, outr, *args)
+
+
+def rows_depthwise_backward_runner(og, x, weight, dx, dw, geo):
+    """The run function of a 2-D depthwise Convolution's data and weight gradients
+    (``dx``, ``dw``: None where not wanted) over channels-last ``og``, ``x`` and ``dx``
+    through numba's compiled loops, or None where they do not apply. The weight gradient's
+    output rows are split across numba's threads (each summing into its own lanes)."""
+    from graphexec.core.runtime.blas_threads import on_numba_threads
+    if len(geo.kernel) != 2 or not stored_rows(og, x, *([] if dx is None else [dx])):
+        return None
+    gr, xr = og.transpose(0, 2, 3, 1), x.transpose(0, 2, 3, 1)
+    kernel_last = _kernel_last(weight)
+    args = _rows_geometry(geo)
+    steps = []
+    if dx is not None:
+        dxr = dx.transpose(0, 2, 3, 1)
+        data = compiled_for("dw_data_gradient", gr, kernel_last(), dxr, *args)
+        if data is None:
+            return None
+        steps.append(lambda: data(gr, kernel_last(), dxr, *args))
+    if dw is not None:
+        dwt = dw.reshape(dw.shape[0], *dw.shape[2:])
+        parts = split(np, og.shape[0] * og.shape[2], 1)
+        bounds = np.array([lo for lo, _ in parts] + [parts[-1][1]], np.int64)
+        weights = compiled_for("dw_weight_gradient", gr, xr, dwt, *args, bounds)
+        if weights is None:
+            return None
+        run_weights = on_numba_threads(weights, len(parts))
+        steps.append(lambda: run_weights(gr, xr, dwt, *args, bounds))
+    return sequence(steps)

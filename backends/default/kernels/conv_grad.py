@@ -19,8 +19,9 @@ import numpy as np
 from graphexec.core.ops.common import lowest
 from graphexec.core.ops.conv import conv_geometry, deconv_adjustments, deconv_pads, pool_geometry
 
-from .base import kernel
+from .base import OPENMP, kernel, kernel_variant, sequence
 from .conv import Scratch, avg_divisor, channel_first_view, offset_slices, pad_into, padded_shape
+from .conv_fast import is_depthwise, rows_depthwise_backward_runner
 from .nn import matmul_into, reshaper, work_dtype
 from .nn_grad import nothing, sum_into, target
 
@@ -94,12 +95,14 @@ def wanted_grads(call) -> tuple[bool, bool, bool]:
 
 
 # -- Convolution ----------------------------------------------------------------------------
+@kernel_variant("_backward_Convolution", OPENMP)
 @kernel("_backward_Convolution")
 def convolution_backward(call):
     """Inputs (dY, data, weight[, bias]); outputs (dX, dW[, db]). The data's windows are
     copied into columns (C * kernel, positions * batch): dW = dY @ cols^T; the same buffer
     then takes W^T @ dY, which col2im adds back into the padded input gradient. Scratch
-    buffers live in the executor's workspace."""
+    buffers live in the executor's workspace. Depthwise layers over channels-last data:
+    compiled loops on numba's threads, no columns (also the ``openmp`` variant)."""
     xp, p = call.xp, call.params
     geo = conv_geometry(p)
     (og, x, w), (dx, dw) = _views(call, geo.last)
@@ -111,6 +114,11 @@ def convolution_backward(call):
     want_x, want_w, want_b = wanted_grads(call)
     if not (want_x or want_w):
         return (lambda: bias_grad(xp, call, og)) if want_b else nothing
+    if is_depthwise(p, geo, c, x.dtype):
+        direct = rows_depthwise_backward_runner(og, x, w, dx if want_x else None,
+                                                dw if want_w else None, geo)
+        if direct is not None:
+            return sequence([direct, lambda: bias_grad(xp, call, og)])
     padded = padded_shape((c, *x.shape[2:], n), pads, 1)
     specs = {"og_t": ((f, *out_sp, n), og.dtype),
              "cols": ((c, *geo.kernel, *out_sp, n), x.dtype),

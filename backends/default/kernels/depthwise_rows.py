@@ -1,0 +1,174 @@
+"""Depthwise 2-D convolutions over channels-last data as loops for numba (source only: the
+compiled-loops module, :mod:`.compiled`, compiles them; as Python they are never called).
+
+The data is N x H x W x C in memory (:mod:`graphexec.core.runtime.layout`), the loops take
+it as that (N, H, W, C) array, the weight as (KH, KW, C). One image row of C channels is
+one vector of W * C elements, so a kernel offset's contribution to an output row is one
+multiply-add over a span of that row when the stride along W is 1: the weight's C values
+repeated along the span (``lanes``, lane t is channel t % C). Other strides go pixel by
+pixel, C channels at a time. Rows run in ``prange`` (numba's threads), each output row
+written by one thread only: the data gradient gathers from the output rows that read an
+input row; the weight gradient sums each thread's rows into its own lanes, added up at
+the end in float64.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+#: numba gives ``prange`` its meaning in the generated module
+prange = range
+
+
+def _dw_lanes(w, width):  # pragma: no cover - numba's
+    """lanes[a, e, t] = w[a, e, t % C] for t < width * C."""
+    kh, kw, c = w.shape
+    lanes = np.empty((kh, kw, width * c), w.dtype)
+    for a in range(kh):
+        for e in range(kw):
+            for t in range(width * c):
+                lanes[a, e, t] = w[a, e, t % c]
+    return lanes
+
+
+def _dw_row(x, w, lanes, b, y, of, sw, pw, dw, a):  # pragma: no cover - numba's
+    """of (one output row, OW * C) += kernel row ``a`` over input row ``y`` of image b."""
+    wd, c = x.shape[2], x.shape[3]
+    ow = of.size // c
+    xf = x[b, y].reshape(wd * c)
+    for e in range(w.shape[1]):
+        off = e * dw - pw
+        if sw == 1:
+            j0, j1 = max(0, -off), min(ow, wd - off)
+            if j1 <= j0:
+                continue
+            n = (j1 - j0) * c
+            o = of[j0 * c:j0 * c + n]
+            xs = xf[(j0 + off) * c:(j0 + off) * c + n]
+            ws = lanes[a, e, :n]
+            for t in range(n):
+                o[t] += xs[t] * ws[t]
+        else:
+            ws = w[a, e]
+            for j in range(ow):
+                xx = j * sw + off
+                if xx < 0 or xx >= wd:
+                    continue
+                o = of[j * c:j * c + c]
+                xs = xf[xx * c:xx * c + c]
+                for k in range(c):
+                    o[k] += xs[k] * ws[k]
+
+
+def _dw_forward(x, w, bias, out, sh, sw, ph, pw, dh, dw):  # pragma: no cover - numba's
+    """out[n, i, j, c] = sum over (a, e) of x[n, i*sh - ph + a*dh, j*sw - pw + e*dw, c]
+    * w[a, e, c] + bias[c] (zero outside the input)."""
+    n, h = x.shape[0], x.shape[1]
+    oh, ow, c = out.shape[1], out.shape[2], out.shape[3]
+    lanes = _dw_lanes(w, ow if sw == 1 else 0)
+    start = _dw_lanes(bias.reshape(1, 1, c), ow)[0, 0]
+    for r in prange(n * oh):
+        b, i = r // oh, r % oh
+        of = out[b, i].reshape(ow * c)
+        of[:] = start
+        for a in range(w.shape[0]):
+            y = i * sh - ph + a * dh
+            if 0 <= y < h:
+                _dw_row(x, w, lanes, b, y, of, sw, pw, dw, a)
+
+
+def _dw_data_gradient(g, w, dx, sh, sw, ph, pw, dh, dw):  # pragma: no cover - numba's
+    """dx = the adjoint of :func:`_dw_forward` applied to g (N, OH, OW, C): each input row
+    gathers the output rows that read it, so each row of dx is written by one thread."""
+    n, h, wd, c = dx.shape
+    oh, ow = g.shape[1], g.shape[2]
+    kh, kw = w.shape[0], w.shape[1]
+    lanes = _dw_lanes(w, max(ow, wd) if sw == 1 else 0)
+    for r in prange(n * h):
+        b, y = r // h, r % h
+        df = dx[b, y].reshape(wd * c)
+        df[:] = 0
+        for a in range(kh):
+            t = y + ph - a * dh
+            if t < 0 or t % sh != 0 or t // sh >= oh:
+                continue
+            gf = g[b, t // sh].reshape(ow * c)
+            for e in range(kw):
+                off = e * dw - pw
+                if sw == 1:
+                    x0, x1 = max(0, off), min(wd, ow + off)
+                    if x1 <= x0:
+                        continue
+                    m = (x1 - x0) * c
+                    d = df[x0 * c:x0 * c + m]
+                    gs = gf[(x0 - off) * c:(x0 - off) * c + m]
+                    ws = lanes[a, e, :m]
+                    for q in range(m):
+                        d[q] += gs[q] * ws[q]
+                else:
+                    ws = w[a, e]
+                    for j in range(ow):
+                        xx = j * sw + off
+                        if xx < 0 or xx >= wd:
+                            continue
+                        d = df[xx * c:xx * c + c]
+                        gs = gf[j * c:j * c + c]
+                        for k in range(c):
+                            d[k] += gs[k] * ws[k]
+
+
+def _dw_weight_gradient(g, x, dwt, sh, sw, ph, pw, dh, dw, bounds):  # pragma: no cover
+    """dwt[c, a, e] = sum over n, i, j of g[n, i, j, c] * x[n, i*sh - ph + a*dh,
+    j*sw - pw + e*dw, c]: the output rows [bounds[p], bounds[p + 1]) (row r is image
+    r // OH, row r % OH) summed by thread p into its own lanes (lane t of an offset holds
+    channel t % C), the lanes added up in float64."""
+    h, wd, c = x.shape[1], x.shape[2], x.shape[3]
+    oh, ow = g.shape[1], g.shape[2]
+    kh, kw = dwt.shape[1], dwt.shape[2]
+    parts = bounds.size - 1
+    acc = np.zeros((parts, kh, kw, ow * c), x.dtype)
+    for p in prange(parts):
+        for r in range(bounds[p], bounds[p + 1]):
+            b, i = r // oh, r % oh
+            gf = g[b, i].reshape(ow * c)
+            for a in range(kh):
+                y = i * sh - ph + a * dh
+                if y < 0 or y >= h:
+                    continue
+                xf = x[b, y].reshape(wd * c)
+                for e in range(kw):
+                    off = e * dw - pw
+                    if sw == 1:
+                        j0, j1 = max(0, -off), min(ow, wd - off)
+                        if j1 <= j0:
+                            continue
+                        m = (j1 - j0) * c
+                        ac = acc[p, a, e, :m]
+                        gs = gf[j0 * c:j0 * c + m]
+                        xs = xf[(j0 + off) * c:(j0 + off) * c + m]
+                        for q in range(m):
+                            ac[q] += gs[q] * xs[q]
+                    else:
+                        ac = acc[p, a, e]
+                        for j in range(ow):
+                            xx = j * sw + off
+                            if xx < 0 or xx >= wd:
+                                continue
+                            at = ac[j * c:j * c + c]
+                            gs = gf[j * c:j * c + c]
+                            xs = xf[xx * c:xx * c + c]
+                            for k in range(c):
+                                at[k] += gs[k] * xs[k]
+    for a in range(kh):
+        for e in range(kw):
+            total = np.zeros(c)
+            for p in range(parts):
+                for t in range(ow * c):
+                    total[t % c] += np.float64(acc[p, a, e, t])
+            for k in range(c):
+                dwt[k, a, e] = total[k]
+
+
+#: the loops in definition order (a loop calls the ones before it); the three last run
+#: on numba's threads
+FUNCTIONS = (_dw_lanes, _dw_row, _dw_forward, _dw_data_gradient, _dw_weight_gradient)
+PARALLEL = ("_dw_forward", "_dw_data_gradient", "_dw_weight_gradient")
