@@ -683,13 +683,15 @@ _FUNCTIONS = (_depthwise_flat, _depthwise_loops, _block_sums, _lane_sums, _merge
               *DEPTHWISE_ROWS_LOOPS)
 #: the options beyond caching and nogil: the one fast-math flag of the block sums (see
 #: :func:`_block_sums`), numba's threads for the loops over channel ranges, planes and
-#: rows, fused multiply-adds in the depthwise rows loops
+#: rows, fused multiply-adds in the depthwise rows loops, whose shared multiply-add is
+#: inlined by numba (called as a function it left them 1.2-2x slower on small maps)
 _OPTIONS = {"_block_sums": ", fastmath={'reassoc'}", "_batch_norm_train_parts": ", parallel=True",
             "_batch_norm_backward_parts": ", parallel=True",
             **{name: ", parallel=True" for name in ("_rows_train_parts", "_rows_affine_parts",
                                                     "_rows_backward_parts")},
             **{fn.__name__: ", parallel=True" for fn in WINOGRAD_LOOPS},
             **{name: ", parallel=True, fastmath={'contract'}" for name in DEPTHWISE_ROWS_PARALLEL},
+            "_madd": ", fastmath={'contract'}, inline='always'",
             "_dw_row": ", fastmath={'contract'}"}
 _LOOPS = {"depthwise": "_depthwise_loops", "channel_affine": "_channel_affine",
           "batch_norm_train": "_batch_norm_train", "batch_norm_backward": "_batch_norm_backward",

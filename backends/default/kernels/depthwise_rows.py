@@ -30,6 +30,13 @@ def _dw_lanes(w, width):  # pragma: no cover - numba's
     return lanes
 
 
+def _madd(dst, a, b):  # pragma: no cover - numba's
+    """dst[t] += a[t] * b[t] over dst's length (slices from index 0, so no negative-index
+    checks in the loop)."""
+    for t in range(dst.size):
+        dst[t] += a[t] * b[t]
+
+
 def _dw_row(x, w, lanes, b, y, of, sw, pw, dw, a):  # pragma: no cover - numba's
     """of (one output row, OW * C) += kernel row ``a`` over input row ``y`` of image b."""
     wd, c = x.shape[2], x.shape[3]
@@ -42,21 +49,13 @@ def _dw_row(x, w, lanes, b, y, of, sw, pw, dw, a):  # pragma: no cover - numba's
             if j1 <= j0:
                 continue
             n = (j1 - j0) * c
-            o = of[j0 * c:j0 * c + n]
-            xs = xf[(j0 + off) * c:(j0 + off) * c + n]
-            ws = lanes[a, e, :n]
-            for t in range(n):
-                o[t] += xs[t] * ws[t]
+            _madd(of[j0 * c:j0 * c + n], xf[(j0 + off) * c:(j0 + off) * c + n],
+                  lanes[a, e, :n])
         else:
-            ws = w[a, e]
             for j in range(ow):
                 xx = j * sw + off
-                if xx < 0 or xx >= wd:
-                    continue
-                o = of[j * c:j * c + c]
-                xs = xf[xx * c:xx * c + c]
-                for k in range(c):
-                    o[k] += xs[k] * ws[k]
+                if 0 <= xx < wd:
+                    _madd(of[j * c:j * c + c], xf[xx * c:xx * c + c], w[a, e])
 
 
 def _dw_forward(x, w, bias, out, sh, sw, ph, pw, dh, dw):  # pragma: no cover - numba's
@@ -99,21 +98,13 @@ def _dw_data_gradient(g, w, dx, sh, sw, ph, pw, dh, dw):  # pragma: no cover - n
                     if x1 <= x0:
                         continue
                     m = (x1 - x0) * c
-                    d = df[x0 * c:x0 * c + m]
-                    gs = gf[(x0 - off) * c:(x0 - off) * c + m]
-                    ws = lanes[a, e, :m]
-                    for q in range(m):
-                        d[q] += gs[q] * ws[q]
+                    _madd(df[x0 * c:x0 * c + m], gf[(x0 - off) * c:(x0 - off) * c + m],
+                          lanes[a, e, :m])
                 else:
-                    ws = w[a, e]
                     for j in range(ow):
                         xx = j * sw + off
-                        if xx < 0 or xx >= wd:
-                            continue
-                        d = df[xx * c:xx * c + c]
-                        gs = gf[j * c:j * c + c]
-                        for k in range(c):
-                            d[k] += gs[k] * ws[k]
+                        if 0 <= xx < wd:
+                            _madd(df[xx * c:xx * c + c], gf[j * c:j * c + c], w[a, e])
 
 
 def _dw_weight_gradient(g, x, dwt, sh, sw, ph, pw, dh, dw, bounds):  # pragma: no cover
@@ -142,22 +133,15 @@ def _dw_weight_gradient(g, x, dwt, sh, sw, ph, pw, dh, dw, bounds):  # pragma: n
                         if j1 <= j0:
                             continue
                         m = (j1 - j0) * c
-                        ac = acc[p, a, e, :m]
-                        gs = gf[j0 * c:j0 * c + m]
-                        xs = xf[(j0 + off) * c:(j0 + off) * c + m]
-                        for q in range(m):
-                            ac[q] += gs[q] * xs[q]
+                        _madd(acc[p, a, e, :m], gf[j0 * c:j0 * c + m],
+                              xf[(j0 + off) * c:(j0 + off) * c + m])
                     else:
                         ac = acc[p, a, e]
                         for j in range(ow):
                             xx = j * sw + off
-                            if xx < 0 or xx >= wd:
-                                continue
-                            at = ac[j * c:j * c + c]
-                            gs = gf[j * c:j * c + c]
-                            xs = xf[xx * c:xx * c + c]
-                            for k in range(c):
-                                at[k] += gs[k] * xs[k]
+                            if 0 <= xx < wd:
+                                _madd(ac[j * c:j * c + c], gf[j * c:j * c + c],
+                                      xf[xx * c:xx * c + c])
     for a in range(kh):
         for e in range(kw):
             total = np.zeros(c)
@@ -170,5 +154,5 @@ def _dw_weight_gradient(g, x, dwt, sh, sw, ph, pw, dh, dw, bounds):  # pragma: n
 
 #: the loops in definition order (a loop calls the ones before it); the three last run
 #: on numba's threads
-FUNCTIONS = (_dw_lanes, _dw_row, _dw_forward, _dw_data_gradient, _dw_weight_gradient)
+FUNCTIONS = (_dw_lanes, _madd, _dw_row, _dw_forward, _dw_data_gradient, _dw_weight_gradient)
 PARALLEL = ("_dw_forward", "_dw_data_gradient", "_dw_weight_gradient")
