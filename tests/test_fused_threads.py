@@ -64,3 +64,17 @@ def test_a_kernel_on_fewer_threads_puts_the_setting_back(monkeypatch):
     before = numba.get_num_threads()
     wrapped()
     assert seen == [1] and numba.get_num_threads() == before
+
+
+def test_a_kernel_on_the_whole_pool_keeps_the_callers_setting():
+    """Asking for the pool's size or more leaves the calling thread's setting alone (no
+    per-call cost): a thread that asked numba for fewer threads keeps them."""
+    fn = lambda: numba.get_num_threads()  # noqa: E731
+    assert on_numba_threads(fn, numba.config.NUMBA_NUM_THREADS) is fn
+    assert on_numba_threads(fn, numba.config.NUMBA_NUM_THREADS + 3) is fn
+    before = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        assert on_numba_threads(fn, 64)() == 1
+    finally:
+        numba.set_num_threads(before)
