@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 import graphexec as gx
-from graphexec.backends.torchcpu.select import NATIVE_DEPTHWISE_MAX_POSITIONS
+from graphexec.backends.torchcpu.select import (DENSE_CHANNELS_LAST_MIN_POSITIONS,
+                                                LAYOUT_CONVERTERS, NATIVE_DEPTHWISE_MAX_POSITIONS)
 from graphexec.core.runtime.kernels import KERNEL_ATTR
 from graphexec.core.runtime.layout import LAYOUT_ATTR
 
@@ -90,7 +91,8 @@ def test_separable_block_matches_native(residual, shape):
     assert variant["dw"] == ("openmp" if small else "torch")
     assert variant["dw_backward"] == variant["dw"] and variant["pw"] == "torch"
     marked = {n.name for n in ig.nodes if n.op is not None and LAYOUT_ATTR in n.attrs}
-    assert {"c0", "dw", "pw", "bn1", "r1"} <= marked and "pool" not in marked
+    assert {"c0", "dw", "pw", "bn1", "r1", "pool", "pool_backward"} <= marked
+    assert "fc" not in marked
     for e in plan.channels_last:
         arr = plan.arrays[e]
         assert arr.ndim == 4 and not arr.flags.c_contiguous
@@ -98,10 +100,10 @@ def test_separable_block_matches_native(residual, shape):
     # what the executor hands out stays channel-first
     for arr in (*got.outputs, *got.arg_dict.values(), *got.grad_dict.values()):
         assert arr is None or arr.flags.c_contiguous  # None: no gradient asked
-    # the relu feeding the (channel-first) pooling: input channels-last, output not
-    r2 = next(i for i, n in enumerate(ig.nodes) if n.name == "r2")
-    assert ig.node_inputs[r2][0] in plan.channels_last
-    assert ig.row_ptr[r2] not in plan.channels_last
+    # the pooling feeding the (channel-first) FullyConnected: input channels-last, output not
+    pool = next(i for i, n in enumerate(ig.nodes) if n.name == "pool")
+    assert ig.node_inputs[pool][0] in plan.channels_last
+    assert ig.row_ptr[pool] not in plan.channels_last
     _close(got.outputs[0], want.outputs[0], "output")
     for name in want.grad_dict:
         if name != "softmax_label":
@@ -128,9 +130,9 @@ def test_monitor_sees_channel_first_values():
     assert compared > 10
 
 
-def test_without_depthwise_convolutions_nothing_changes_layout():
-    """A ResNet-like group of dense convolutions keeps channel-first storage (channels-last
-    made ResNet-18's step slower)."""
+def test_small_maps_without_depthwise_convolutions_keep_channel_first():
+    """Dense convolutions whose maps have fewer than DENSE_CHANNELS_LAST_MIN_POSITIONS
+    positions keep channel-first storage (oneDNN's channels-last calls lose there)."""
     _needs_torch_and_numba()
     x = S.Variable("data")
     y = S.Activation(S.BatchNorm(S.Convolution(x, kernel=(3, 3), pad=(1, 1), num_filter=4,
@@ -140,6 +142,101 @@ def test_without_depthwise_convolutions_nothing_changes_layout():
     exe = _step(sym, "torch")
     assert not exe._plan.channels_last
     assert not any(LAYOUT_ATTR in n.attrs for n in exe._plan.graph.indexed.nodes)
+
+
+def _residual_net(extra_output: bool = False):
+    """A small ResNet v1: conv -> BN -> relu -> max pooling, two basic blocks (conv, BN,
+    relu, conv, BN, + shortcut, relu), a stride-2 block with a 1x1 downsampling
+    convolution, global pooling, FC; with ``extra_output`` the first block's last relu is
+    also an output of the graph."""
+    def block(x, name, c, stride=1):
+        y = S.Convolution(x, kernel=(3, 3), pad=(1, 1), stride=(stride, stride), num_filter=c,
+                          no_bias=True, name=name + "c1")
+        y = S.Activation(S.BatchNorm(y, fix_gamma=False, name=name + "bn1"), act_type="relu")
+        y = S.BatchNorm(S.Convolution(y, kernel=(3, 3), pad=(1, 1), num_filter=c, no_bias=True,
+                                      name=name + "c2"), fix_gamma=False, name=name + "bn2")
+        if stride > 1:
+            x = S.Convolution(x, kernel=(1, 1), stride=(stride, stride), num_filter=c,
+                              no_bias=True, name=name + "down")
+        return S.Activation(y + x, act_type="relu", name=name + "out")
+    x = S.Variable("data")
+    y = S.Activation(S.BatchNorm(S.Convolution(x, kernel=(3, 3), pad=(1, 1), num_filter=6,
+                                               name="c0"), fix_gamma=False, name="bn0"),
+                     act_type="relu", name="r0")
+    y = S.Pooling(y, kernel=(3, 3), stride=(2, 2), pad=(1, 1), pool_type="max", name="pool")
+    first = block(y, "b1", 6)
+    y = block(block(first, "b2", 6), "b3", 8, stride=2)
+    y = S.Pooling(y, global_pool=True, kernel=(1, 1), pool_type="avg", name="gp")
+    net = S.SoftmaxOutput(S.FullyConnected(y, num_hidden=5, name="fc"),
+                          S.Variable("softmax_label"), name="softmax")
+    return S.Group([net, first]) if extra_output else net
+
+
+def _layouts_seen(plan) -> dict[str, set]:
+    """For each node that is not a LAYOUT_CONVERTER: whether its 4-D entries are stored
+    channels-last (one set of booleans per node)."""
+    ig = plan.graph.indexed
+    shapes = plan.graph.attrs["shape"]
+    seen = {}
+    for nid, node in enumerate(ig.nodes):
+        if node.op is None or node.op.name in LAYOUT_CONVERTERS:
+            continue
+        entries = [*ig.node_inputs[nid], *range(ig.row_ptr[nid], ig.row_ptr[nid + 1])]
+        seen[node.name] = {e in plan.channels_last for e in entries
+                           if shapes[e] is not None and len(shapes[e]) == 4}
+    return seen
+
+
+def test_dense_networks_with_large_maps_go_channels_last():
+    """The groups of elementwise nodes between convolutions (and pooling) whose maps have at
+    least DENSE_CHANNELS_LAST_MIN_POSITIONS positions are stored channels-last (ResNet-18's
+    first two stages), the stage after the stride-2 block (8x8) stays channel-first, no
+    elementwise node sees two layouts, and the results are the native strategy's."""
+    _needs_torch_and_numba()
+    assert 8 * 8 < DENSE_CHANNELS_LAST_MIN_POSITIONS <= 16 * 16
+    sym = _residual_net()
+    shape = (3, 2, 32, 32)
+    want, got = _step(sym, "NONE", shape=shape), _step(sym, "torch", shape=shape)
+    plan = got._plan
+    marked = {n.name for n in plan.graph.indexed.nodes if LAYOUT_ATTR in n.attrs}
+    assert {"bn0", "r0", "pool", "b1bn1", "b1out", "b2out", "b2c2", "b3c1"} <= marked
+    assert not {"b3bn1", "b3bn2", "b3out", "fc"} & marked
+    seen = _layouts_seen(plan)
+    assert all(len(layouts) <= 1 for layouts in seen.values()), seen
+    assert seen["b1out"] == {True} and seen["b3out"] == {False}
+    _close(got.outputs[0], want.outputs[0], "output")
+    for name in want.grad_dict:
+        if name != "softmax_label":
+            _close(got.grad_dict[name], want.grad_dict[name], f"gradient of {name}")
+    for name in want.aux_dict:
+        _close(got.aux_dict[name], want.aux_dict[name], f"{name} after two steps")
+
+
+def test_strided_pointwise_layers_of_few_channels_at_a_layout_edge():
+    """The 1x1 stride-2 downsampling of 6 channels reads channels-last data: its backward
+    runs channel-first (oneDNN's channels-last weight gradient through PyTorch 2.x corrupted
+    the heap there, crashing the process within a few steps), and many steps run clean."""
+    _needs_torch_and_numba()
+    exe = _step(_residual_net(), "torch", shape=(3, 2, 32, 32))
+    ig = exe._plan.graph.indexed
+    down = next(i for i, n in enumerate(ig.nodes) if n.name == "b3down")
+    assert ig.node_inputs[down][0] in exe._plan.channels_last
+    for _ in range(12):
+        exe.forward(is_train=True)
+        exe.backward()
+    assert all(np.isfinite(g).all() for g in exe.grad_dict.values() if g is not None)
+
+
+def test_a_group_touching_a_graph_output_stays_channel_first():
+    """A group of elementwise nodes one of whose entries is a graph output (never stored
+    channels-last) keeps channel-first storage throughout, rather than mixing layouts."""
+    _needs_torch_and_numba()
+    sym = _residual_net(extra_output=True)
+    exe = sym.simple_bind(gx.cpu(), backend="torch", data=(3, 2, 32, 32), softmax_label=(3,))
+    seen = _layouts_seen(exe._plan)
+    assert all(len(layouts) <= 1 for layouts in seen.values()), seen
+    assert seen["b1out"] == {False} and seen["b2out"] == {False}
+    assert seen["r0"] == {True}  # the stem's group does not touch the output
 
 
 def _in_place_pairs(exe) -> list[tuple[str, bool, bool]]:
@@ -156,16 +253,18 @@ def _in_place_pairs(exe) -> list[tuple[str, bool, bool]]:
 
 def test_no_kernel_runs_in_place_across_layouts(monkeypatch):
     """Entries sharing storage in place have one layout (an elementwise kernel writing one
-    while reading the other would read what it wrote): in an inference bind the relu
-    feeding the channel-first pooling (input channels-last, output not) runs out of place,
-    the channels-last nodes still run in place among themselves; without the planner's
-    check that relu would run in place."""
+    while reading the other would read what it wrote): in an inference bind whose relu r2
+    is also a graph output (so its output stays channel-first, its input does not), r2
+    runs out of place, the channels-last nodes still run in place among themselves;
+    without the planner's check r2 would run in place."""
     _needs_torch_and_numba()
     from graphexec.core.runtime import plan as plan_module
+    sym = _separable()
+    net = S.Group([sym, sym.get_internals()["r2_output"]])
 
     def bind():  # entries of 96 KiB: the planner runs in place from 64 KiB
-        exe = _separable().simple_bind(gx.cpu(), backend="torch", grad_req="null",
-                                       data=(4, 2, 32, 32), softmax_label=(4,))
+        exe = net.simple_bind(gx.cpu(), backend="torch", grad_req="null",
+                              data=(4, 2, 32, 32), softmax_label=(4,))
         exe.forward()
         return _in_place_pairs(exe)
     pairs = bind()

@@ -46,14 +46,24 @@ CHOSEN_WINOGRAD = ("runs the native Winograd F(2x2, 3x3) transforms with PyTorch
 _CHOSEN = {OPENMP: CHOSEN_OPENMP, WINOGRAD: CHOSEN_WINOGRAD, NAME: CHOSEN}
 #: the nodes that may store the 4-D entries between them channels-last
 #: (:mod:`graphexec.core.runtime.layout`, :func:`channels_last_nodes`): PyTorch's
-#: convolutions and relu, the native BatchNorm loops (which take channels-last data as
-#: rows of channels), the native additions (numpy's ufuncs); max pooling stays
-#: channel-first (PyTorch's channels-last backward took 5.6x the channel-first one's time)
+#: convolutions, pooling and relu, the native BatchNorm loops (which take channels-last data
+#: as rows of channels), the native additions (numpy's ufuncs)
 CHANNELS_LAST_OPS = {NAME: {"Convolution", "_backward_Convolution", "Activation",
-                            "_backward_Activation"},
+                            "_backward_Activation", "Pooling", "_backward_Pooling"},
                      OPENMP: {"BatchNorm", "_backward_BatchNorm", "Convolution",
                               "_backward_Convolution"},
                      None: {"elemwise_add", "add_n"}}
+#: the nodes that take and give either layout at the same cost (oneDNN reorders a
+#: convolution's data at every call anyway; PyTorch's pooling picks its kernel by layout),
+#: so a layout may change across them
+LAYOUT_CONVERTERS = frozenset({"Convolution", "_backward_Convolution", "Pooling",
+                               "_backward_Pooling"})
+#: the fewest positions per map (H x W) of every 4-D entry of a group of elementwise nodes
+#: between convolutions kept channels-last without a depthwise convolution: oneDNN's
+#: channels-last convolutions beat its channel-first calls on large maps only (ResNet-18's
+#: 64 channels at 28x28, forward + backward, 0.66x; 128 at 14x14 0.86x; 256 at 7x7 1.05x;
+#: 512 at 4x4 1.3x; benchmarks/README.md)
+DENSE_CHANNELS_LAST_MIN_POSITIONS = 196
 #: the most output positions per map (OH x OW) of a depthwise convolution that runs the
 #: native compiled loops over channels-last rows (``openmp``) instead of oneDNN's: on small
 #: maps oneDNN's fixed cost per call dominates (MobileNet v1 0.25's layers, batch 16,
@@ -341,7 +351,56 @@ def channels_last_nodes(graph: Graph, chosen: dict[int, str]) -> set[int]:
                 and node.params.num_group > 1 and node.params.num_group == data[1]):
             anchors.add(nid)
     kept = {root(a) for a in anchors}
-    return {nid for nid in members if root(nid) in kept}
+    depthwise = {nid for nid in members if root(nid) in kept}
+    return depthwise | _dense_channels_last(graph, members - depthwise)
+
+
+def _dense_channels_last(graph: Graph, members: set[int]) -> set[int]:
+    """Of ``members`` (nodes of CHANNELS_LAST_OPS outside the depthwise groups): the groups
+    of elementwise nodes (not LAYOUT_CONVERTERS; joined by the entries between them) whose
+    4-D entries all have at least DENSE_CHANNELS_LAST_MIN_POSITIONS positions per map and
+    are written and read by members only, with the converters beside them. A group
+    touching any other node (a graph output, a node of another variant) stays channel-
+    first, so no elementwise node ever sees two layouts (PyTorch's relu gradient over a
+    channels-last and a channel-first array took 9x its time)."""
+    ig = graph.indexed
+    shapes = graph.attrs["shape"]
+    readers: dict[int, list[int]] = {}
+    for nid, node in enumerate(ig.nodes):
+        for e in ig.node_inputs[nid]:
+            readers.setdefault(e, []).append(nid)
+    outputs = {ig.entry_id(e.node, e.index) for e in graph.outputs}
+    inner = {nid for nid in members if ig.nodes[nid].op.name not in LAYOUT_CONVERTERS}
+    group = {nid: nid for nid in inner}
+
+    def root(nid: int) -> int:
+        while group[nid] != nid:
+            group[nid] = group[group[nid]]
+            nid = group[nid]
+        return nid
+
+    def entries(nid: int) -> list[int]:
+        return [*ig.node_inputs[nid], *range(ig.row_ptr[nid], ig.row_ptr[nid + 1])]
+    for nid in inner:
+        for e in entries(nid):
+            for other in [ig.entry_node(e)[0], *readers.get(e, ())]:
+                if other in inner:
+                    group[root(other)] = root(nid)
+    fits: dict[int, bool] = {}
+    for nid in inner:
+        ok = True
+        for e in entries(nid):
+            shape = shapes[e]
+            if shape is None or len(shape) != 4:
+                continue
+            touching = [ig.entry_node(e)[0], *readers.get(e, ())]
+            ok = ok and (shape[2] * shape[3] >= DENSE_CHANNELS_LAST_MIN_POSITIONS
+                         and e not in outputs and all(t in members for t in touching))
+        fits[root(nid)] = fits.get(root(nid), True) and ok
+    kept = {nid for nid in inner if fits[root(nid)]}
+    beside = {other for nid in kept for e in entries(nid)
+              for other in [ig.entry_node(e)[0], *readers.get(e, ())] if other in members}
+    return kept | beside
 
 
 def _marked(graph: Graph, chosen: dict[int, str]) -> Graph:
