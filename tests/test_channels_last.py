@@ -66,6 +66,17 @@ def _step(sym, backend: str, monitor: list | None = None, shape=(3, 2, 9, 10)):
     return exe
 
 
+def _matches_native(got, want) -> None:
+    """The output, every gradient and the moving statistics of executor ``got`` are
+    ``want``'s (the native strategy's) within float32 noise."""
+    _close(got.outputs[0], want.outputs[0], "output")
+    for name in want.grad_dict:
+        if name != "softmax_label":
+            _close(got.grad_dict[name], want.grad_dict[name], f"gradient of {name}")
+    for name in want.aux_dict:
+        _close(got.aux_dict[name], want.aux_dict[name], f"{name} after two steps")
+
+
 def _close(got, want, what: str) -> None:
     # float32 noise relative to the array's scale, with a floor for gradients that are zero
     # up to rounding (a convolution's bias before BatchNorm: sums of 4096 terms of +-1e-3
@@ -104,12 +115,7 @@ def test_separable_block_matches_native(residual, shape):
     pool = next(i for i, n in enumerate(ig.nodes) if n.name == "pool")
     assert ig.node_inputs[pool][0] in plan.channels_last
     assert ig.row_ptr[pool] not in plan.channels_last
-    _close(got.outputs[0], want.outputs[0], "output")
-    for name in want.grad_dict:
-        if name != "softmax_label":
-            _close(got.grad_dict[name], want.grad_dict[name], f"gradient of {name}")
-    for name in want.aux_dict:
-        _close(got.aux_dict[name], want.aux_dict[name], f"{name} after two steps")
+    _matches_native(got, want)
 
 
 def test_monitor_sees_channel_first_values():
@@ -204,12 +210,7 @@ def test_dense_networks_with_large_maps_go_channels_last():
     seen = _layouts_seen(plan)
     assert all(len(layouts) <= 1 for layouts in seen.values()), seen
     assert seen["b1out"] == {True} and seen["b3out"] == {False}
-    _close(got.outputs[0], want.outputs[0], "output")
-    for name in want.grad_dict:
-        if name != "softmax_label":
-            _close(got.grad_dict[name], want.grad_dict[name], f"gradient of {name}")
-    for name in want.aux_dict:
-        _close(got.aux_dict[name], want.aux_dict[name], f"{name} after two steps")
+    _matches_native(got, want)
 
 
 def test_strided_pointwise_layers_of_few_channels_at_a_layout_edge():

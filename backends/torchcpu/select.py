@@ -320,6 +320,14 @@ def torch_kernels_pass(graph: Graph) -> Graph:
     return _marked(graph, chosen)
 
 
+def _root(group: dict[int, int], nid: int) -> int:
+    """The representative of ``nid``'s group in the union-find ``group`` (paths halved)."""
+    while group[nid] != nid:
+        group[nid] = group[group[nid]]
+        nid = group[nid]
+    return nid
+
+
 def channels_last_nodes(graph: Graph, chosen: dict[int, str]) -> set[int]:
     """The nodes asking for channels-last storage: the connected groups of nodes of
     CHANNELS_LAST_OPS (running the variant named there; joined by the entries between them)
@@ -333,25 +341,19 @@ def channels_last_nodes(graph: Graph, chosen: dict[int, str]) -> set[int]:
     members = {nid for nid, node in enumerate(ig.nodes) if node.op is not None
                and node.op.name in CHANNELS_LAST_OPS.get(chosen.get(nid), ())}
     group = {nid: nid for nid in members}
-
-    def root(nid: int) -> int:
-        while group[nid] != nid:
-            group[nid] = group[group[nid]]
-            nid = group[nid]
-        return nid
     anchors = set()
     for nid in members:
         for e in ig.node_inputs[nid]:
             src = ig.entry_node(e)[0]
             if src in members:
-                group[root(src)] = root(nid)
+                group[_root(group, src)] = _root(group, nid)
         node = ig.nodes[nid]
         data = shapes[ig.node_inputs[nid][0]]
         if (node.op.name == "Convolution" and data is not None and len(data) == 4
                 and node.params.num_group > 1 and node.params.num_group == data[1]):
             anchors.add(nid)
-    kept = {root(a) for a in anchors}
-    depthwise = {nid for nid in members if root(nid) in kept}
+    kept = {_root(group, a) for a in anchors}
+    depthwise = {nid for nid in members if _root(group, nid) in kept}
     return depthwise | _dense_channels_last(graph, members - depthwise)
 
 
@@ -373,19 +375,13 @@ def _dense_channels_last(graph: Graph, members: set[int]) -> set[int]:
     inner = {nid for nid in members if ig.nodes[nid].op.name not in LAYOUT_CONVERTERS}
     group = {nid: nid for nid in inner}
 
-    def root(nid: int) -> int:
-        while group[nid] != nid:
-            group[nid] = group[group[nid]]
-            nid = group[nid]
-        return nid
-
     def entries(nid: int) -> list[int]:
         return [*ig.node_inputs[nid], *range(ig.row_ptr[nid], ig.row_ptr[nid + 1])]
     for nid in inner:
         for e in entries(nid):
             for other in [ig.entry_node(e)[0], *readers.get(e, ())]:
                 if other in inner:
-                    group[root(other)] = root(nid)
+                    group[_root(group, other)] = _root(group, nid)
     fits: dict[int, bool] = {}
     for nid in inner:
         ok = True
@@ -396,8 +392,8 @@ def _dense_channels_last(graph: Graph, members: set[int]) -> set[int]:
             touching = [ig.entry_node(e)[0], *readers.get(e, ())]
             ok = ok and (shape[2] * shape[3] >= DENSE_CHANNELS_LAST_MIN_POSITIONS
                          and e not in outputs and all(t in members for t in touching))
-        fits[root(nid)] = fits.get(root(nid), True) and ok
-    kept = {nid for nid in inner if fits[root(nid)]}
+        fits[_root(group, nid)] = fits.get(_root(group, nid), True) and ok
+    kept = {nid for nid in inner if fits[_root(group, nid)]}
     beside = {other for nid in kept for e in entries(nid)
               for other in [ig.entry_node(e)[0], *readers.get(e, ())] if other in members}
     return kept | beside

@@ -691,7 +691,7 @@ _OPTIONS = {"_block_sums": ", fastmath={'reassoc'}", "_batch_norm_train_parts": 
                                                     "_rows_backward_parts")},
             **{fn.__name__: ", parallel=True" for fn in WINOGRAD_LOOPS},
             **{name: ", parallel=True, fastmath={'contract'}" for name in DEPTHWISE_ROWS_PARALLEL},
-            "_madd": ", fastmath={'contract'}, inline='always'",
+            "_madd": ", fastmath={'contract'}, inline='always'", "_inside": ", inline='always'",
             "_dw_row": ", fastmath={'contract'}"}
 _LOOPS = {"depthwise": "_depthwise_loops", "channel_affine": "_channel_affine",
           "batch_norm_train": "_batch_norm_train", "batch_norm_backward": "_batch_norm_backward",

@@ -37,6 +37,12 @@ def _madd(dst, a, b):  # pragma: no cover - numba's
         dst[t] += a[t] * b[t]
 
 
+def _inside(off, count, width):  # pragma: no cover - numba's
+    """The output columns [j0, j1) (of ``count``) whose input column j + off falls in a row
+    ``width`` columns wide."""
+    return max(0, -off), min(count, width - off)
+
+
 def _dw_row(x, w, lanes, b, y, of, sw, pw, dw, a):  # pragma: no cover - numba's
     """of (one output row, OW * C) += kernel row ``a`` over input row ``y`` of image b."""
     wd, c = x.shape[2], x.shape[3]
@@ -45,7 +51,7 @@ def _dw_row(x, w, lanes, b, y, of, sw, pw, dw, a):  # pragma: no cover - numba's
     for e in range(w.shape[1]):
         off = e * dw - pw
         if sw == 1:
-            j0, j1 = max(0, -off), min(ow, wd - off)
+            j0, j1 = _inside(off, ow, wd)
             if j1 <= j0:
                 continue
             n = (j1 - j0) * c
@@ -94,7 +100,7 @@ def _dw_data_gradient(g, w, dx, sh, sw, ph, pw, dh, dw):  # pragma: no cover - n
             for e in range(kw):
                 off = e * dw - pw
                 if sw == 1:
-                    x0, x1 = max(0, off), min(wd, ow + off)
+                    x0, x1 = _inside(-off, wd, ow)
                     if x1 <= x0:
                         continue
                     m = (x1 - x0) * c
@@ -129,7 +135,7 @@ def _dw_weight_gradient(g, x, dwt, sh, sw, ph, pw, dh, dw, bounds):  # pragma: n
                 for e in range(kw):
                     off = e * dw - pw
                     if sw == 1:
-                        j0, j1 = max(0, -off), min(ow, wd - off)
+                        j0, j1 = _inside(off, ow, wd)
                         if j1 <= j0:
                             continue
                         m = (j1 - j0) * c
@@ -154,5 +160,6 @@ def _dw_weight_gradient(g, x, dwt, sh, sw, ph, pw, dh, dw, bounds):  # pragma: n
 
 #: the loops in definition order (a loop calls the ones before it); the three last run
 #: on numba's threads
-FUNCTIONS = (_dw_lanes, _madd, _dw_row, _dw_forward, _dw_data_gradient, _dw_weight_gradient)
+FUNCTIONS = (_dw_lanes, _madd, _inside, _dw_row, _dw_forward, _dw_data_gradient,
+             _dw_weight_gradient)
 PARALLEL = ("_dw_forward", "_dw_data_gradient", "_dw_weight_gradient")
