@@ -1,10 +1,12 @@
 """Channels-last storage (core/runtime/layout.py) as the ``torch`` strategy uses it: the
-connected groups of PyTorch convolutions and relu, native BatchNorm and additions that hold
-a depthwise convolution keep the 4-D entries between them N x H x W x C in memory, seen by
-every kernel as (N, C, H, W) arrays with other strides. Results equal the native
-strategy's (forward, every gradient, moving statistics; a monitor sees the same values);
-graph outputs, the executor's given arrays and entries read by other nodes stay
-channel-first; no kernel runs in place across two layouts. The BatchNorm loops over
+connected groups of PyTorch convolutions, pooling and relu, native BatchNorm and additions
+that hold a depthwise convolution, and in dense networks the groups of elementwise nodes
+between convolutions and pooling whose maps are large, keep the 4-D entries between them
+N x H x W x C in memory, seen by every kernel as (N, C, H, W) arrays with other strides.
+Results equal the native strategy's (forward, every gradient, moving statistics; a monitor
+sees the same values); graph outputs, the executor's given arrays and entries read by other
+nodes stay channel-first; no elementwise node sees two layouts and no kernel runs in place
+across two layouts; a PyTorch crash at a layout edge is avoided. The BatchNorm loops over
 channels-last rows against float64 sums. Skips (saying so) without PyTorch or numba."""
 from __future__ import annotations
 
