@@ -216,23 +216,18 @@ def convolution_backward(call):
     if how is not None:
         return _pointwise_backward(og, x, w, outs, mask, how)
 
-    # dY and the data in one memory format; channel-first for strided 1x1 layers of fewer
-    # than ONEDNN_LAST_MIN_CHANNELS data channels: oneDNN's channels-last weight gradient
-    # through PyTorch 2.x corrupted the heap for 1x1 stride-2 layers of 3-12 input channels
-    # (a script of PyTorch calls alone reproduces it; 16 and more, 3x3 kernels and stride 1
-    # ran clean)
-    torch = load_torch()
+    # channel-first for strided 1x1 layers on channels-last data of fewer than
+    # ONEDNN_LAST_MIN_CHANNELS channels: oneDNN's weight gradient through PyTorch 2.x
+    # corrupted the heap there (3-12 channels; a script of PyTorch calls alone reproduces
+    # it; 16 and more, 3x3 kernels, stride 1 and channel-first data ran clean). Otherwise
+    # the arrays as they are: converting dY to the data's layout cost ResNet-18's first
+    # layer 20 against 17 ms
     geo = conv_geometry(p)
-    strided_1x1 = all(k == 1 for k in geo.kernel) and any(s > 1 for s in geo.stride)
-    last = _stored_channels_last(x) and not (strided_1x1
-                                             and x.shape[1] < ONEDNN_LAST_MIN_CHANNELS)
-    fmt = torch.channels_last if last else torch.contiguous_format
-    x_ok = last or not _stored_channels_last(x)
-    og_ok = og.dim() != 4 or _stored_channels_last(og) == last
+    risky = (_stored_channels_last(x) and x.shape[1] < ONEDNN_LAST_MIN_CHANNELS
+             and all(k == 1 for k in geo.kernel) and any(s > 1 for s in geo.stride))
 
     def run():
-        data = x if x_ok else x.contiguous()
-        dy = og if og_ok else og.contiguous(memory_format=fmt)
+        data, dy = (x.contiguous(), og.contiguous()) if risky else (x, og)
         grads = aten.convolution_backward(dy, data, w, bias_sizes, *args, mask)
         for k, o in pairs:
             o.copy_(grads[k])
