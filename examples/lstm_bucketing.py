@@ -8,6 +8,7 @@ Prints 'RESULT perplexity=<validation perplexity> first=<after the first epoch>'
 """
 import argparse
 import logging
+import random
 
 import numpy as np
 
@@ -44,6 +45,7 @@ def main():
     args = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format='%(message)s')
     rng = np.random.RandomState(0)
+    random.seed(0)  # BucketSentenceIter shuffles its buckets with Python's random, as MXNet's
     np.random.seed(0)
     mx.random.seed(0)
 
