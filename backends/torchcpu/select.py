@@ -367,35 +367,31 @@ def _dense_channels_last(graph: Graph, members: set[int]) -> set[int]:
     channels-last and a channel-first array took 9x its time)."""
     ig = graph.indexed
     shapes = graph.attrs["shape"]
-    readers: dict[int, list[int]] = {}
-    for nid, node in enumerate(ig.nodes):
-        for e in ig.node_inputs[nid]:
-            readers.setdefault(e, []).append(nid)
-    outputs = {ig.entry_id(e.node, e.index) for e in graph.outputs}
+    readers = ig.entry_readers()
+    outputs = set(ig.outputs)
     inner = {nid for nid in members if ig.nodes[nid].op.name not in LAYOUT_CONVERTERS}
     group = {nid: nid for nid in inner}
 
     def entries(nid: int) -> list[int]:
         return [*ig.node_inputs[nid], *range(ig.row_ptr[nid], ig.row_ptr[nid + 1])]
+
+    def touching(e: int) -> list[int]:
+        return [ig.entry_node(e)[0], *readers[e]]
+
+    def fits(e: int) -> bool:
+        shape = shapes[e]
+        return (shape is None or len(shape) != 4
+                or (shape[2] * shape[3] >= DENSE_CHANNELS_LAST_MIN_POSITIONS
+                    and e not in outputs and all(t in members for t in touching(e))))
     for nid in inner:
         for e in entries(nid):
-            for other in [ig.entry_node(e)[0], *readers.get(e, ())]:
+            for other in touching(e):
                 if other in inner:
                     group[_root(group, other)] = _root(group, nid)
-    fits: dict[int, bool] = {}
-    for nid in inner:
-        ok = True
-        for e in entries(nid):
-            shape = shapes[e]
-            if shape is None or len(shape) != 4:
-                continue
-            touching = [ig.entry_node(e)[0], *readers.get(e, ())]
-            ok = ok and (shape[2] * shape[3] >= DENSE_CHANNELS_LAST_MIN_POSITIONS
-                         and e not in outputs and all(t in members for t in touching))
-        fits[_root(group, nid)] = fits.get(_root(group, nid), True) and ok
-    kept = {nid for nid in inner if fits[_root(group, nid)]}
-    beside = {other for nid in kept for e in entries(nid)
-              for other in [ig.entry_node(e)[0], *readers.get(e, ())] if other in members}
+    rejected = {_root(group, nid) for nid in inner if not all(map(fits, entries(nid)))}
+    kept = {nid for nid in inner if _root(group, nid) not in rejected}
+    beside = {other for nid in kept for e in entries(nid) for other in touching(e)
+              if other in members}
     return kept | beside
 
 

@@ -111,7 +111,7 @@ class IndexedGraph:
     """
 
     __slots__ = ("nodes", "node_id", "row_ptr", "node_inputs", "outputs", "input_nodes",
-                 "mutable_input_nodes", "arg_nodes", "num_entries", "_consumers")
+                 "mutable_input_nodes", "arg_nodes", "num_entries", "_consumers", "_readers")
 
     def __init__(self, heads: list[Entry]):
         nodes = topo_order(e.node for e in heads)
@@ -141,6 +141,7 @@ class IndexedGraph:
         self.mutable_input_nodes = mutable
         self.arg_nodes = [i for i in self.input_nodes if i not in mutable]
         self._consumers = None
+        self._readers = None
 
     def entry_id(self, node: Node, index: int = 0) -> int:
         return self.row_ptr[self.node_id[id(node)]] + index
@@ -151,6 +152,16 @@ class IndexedGraph:
         while self.row_ptr[nid + 1] == self.row_ptr[nid]:
             nid += 1
         return nid, eid - self.row_ptr[nid]
+
+    def entry_readers(self) -> list[list[int]]:
+        """For each entry id, the ids of the nodes that read it (once per input slot)."""
+        if self._readers is None:
+            readers: list[list[int]] = [[] for _ in range(self.num_entries)]
+            for nid, ins in enumerate(self.node_inputs):
+                for e in ins:
+                    readers[e].append(nid)
+            self._readers = readers
+        return self._readers
 
     def consumers(self) -> list[list[int]]:
         """For each node id, the ids of the nodes that read one of its outputs."""

@@ -21,7 +21,7 @@ from typing import Any
 from ..ir.graph import Graph
 
 __all__ = ["LAYOUT_ATTR", "CHANNELS_LAST", "channels_last_entries", "inplace_allowed",
-           "channels_last_view"]
+           "channels_last_view", "stored_channels_last"]
 
 #: the node attribute, and its one value
 LAYOUT_ATTR, CHANNELS_LAST = "__layout__", "channels_last"
@@ -39,11 +39,8 @@ def channels_last_entries(graph: Graph, external: set | frozenset) -> frozenset:
     if not any(_asks(n) for n in ig.nodes):
         return frozenset()
     shapes = graph.attrs["shape"]
-    readers: dict[int, list[int]] = {}
-    for nid in range(len(ig.nodes)):
-        for e in ig.node_inputs[nid]:
-            readers.setdefault(e, []).append(nid)
-    outputs = {ig.entry_id(e.node, e.index) for e in graph.outputs}
+    readers = ig.entry_readers()
+    outputs = set(ig.outputs)
     chosen = set()
     for nid, node in enumerate(ig.nodes):
         if not _asks(node):
@@ -51,7 +48,7 @@ def channels_last_entries(graph: Graph, external: set | frozenset) -> frozenset:
         for e in range(ig.row_ptr[nid], ig.row_ptr[nid + 1]):
             shape = shapes[e]
             if (e in external or e in outputs or shape is None or len(shape) != 4
-                    or not readers.get(e)):
+                    or not readers[e]):
                 continue
             if all(_asks(ig.nodes[r]) for r in readers[e]):
                 chosen.add(e)
@@ -77,3 +74,9 @@ def channels_last_view(buf: Any, shape: tuple) -> Any:
     holding it as N x H x W x C."""
     n, c, h, w = shape
     return buf[:n * c * h * w].reshape(n, h, w, c).transpose(0, 3, 1, 2)
+
+
+def stored_channels_last(arr: Any) -> bool:
+    """Whether the (N, C, H, W) array ``arr`` is stored N x H x W x C (as
+    :func:`channels_last_view` makes it)."""
+    return arr.ndim == 4 and arr.transpose(0, 2, 3, 1).flags.c_contiguous

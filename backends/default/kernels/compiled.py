@@ -53,6 +53,8 @@ import warnings
 
 import numpy as np
 
+from graphexec.core.runtime.layout import stored_channels_last
+
 from .depthwise_rows import FUNCTIONS as DEPTHWISE_ROWS_LOOPS
 from .depthwise_rows import PARALLEL as DEPTHWISE_ROWS_PARALLEL
 from .winograd_loops import FUNCTIONS as WINOGRAD_LOOPS
@@ -749,9 +751,8 @@ def channel_rows(xp, dtype, axis: int, *arrays) -> tuple[list, bool] | None:
         return None
     if all(a.flags.c_contiguous for a in arrays):
         return [a.reshape(channel_view(a.shape, axis)) for a in arrays], False
-    last = [a.transpose(0, 2, 3, 1) for a in arrays if a.ndim == 4]
-    if axis == 1 and len(last) == len(arrays) and all(a.flags.c_contiguous for a in last):
-        return [a.reshape(-1, a.shape[3]) for a in last], True
+    if axis == 1 and all(stored_channels_last(a) for a in arrays):
+        return [a.transpose(0, 2, 3, 1).reshape(-1, a.shape[1]) for a in arrays], True
     return None
 
 

@@ -20,9 +20,10 @@ from __future__ import annotations
 import numpy as np
 
 from graphexec.core.runtime.blas_threads import run_parts, serial_blas, split
+from graphexec.core.runtime.layout import stored_channels_last
 
 from .base import sequence
-from .compiled import compiled_for
+from .compiled import compiled_for, over_rows
 from .nn import reshaper
 
 __all__ = ["is_depthwise", "depthwise_runner", "compiled_depthwise_runner", "grouped_matmul",
@@ -178,10 +179,9 @@ def offsets_runner(xp, x, weight, out, geo, scratch):
 
 
 def stored_rows(*arrays) -> bool:
-    """Whether the host arrays are all 4-D and stored channels-last (N x H x W x C in memory:
+    """Whether the arrays are all host arrays stored channels-last (N x H x W x C in memory:
     :mod:`graphexec.core.runtime.layout`)."""
-    return all(isinstance(a, np.ndarray) and a.ndim == 4
-               and a.transpose(0, 2, 3, 1).flags.c_contiguous for a in arrays)
+    return all(isinstance(a, np.ndarray) and stored_channels_last(a) for a in arrays)
 
 
 def _rows_geometry(geo) -> tuple:
@@ -221,8 +221,8 @@ def rows_depthwise_backward_runner(og, x, weight, dx, dw, geo):
     """The run function of a 2-D depthwise Convolution's data and weight gradients
     (``dx``, ``dw``: None where not wanted) over channels-last ``og``, ``x`` and ``dx``
     through numba's compiled loops, or None where they do not apply. The weight gradient's
-    output rows are split across numba's threads (each summing into its own lanes)."""
-    from graphexec.core.runtime.blas_threads import on_numba_threads
+    output rows are split across numba's threads (:func:`~.compiled.over_rows`; each part
+    sums into its own lanes)."""
     if len(geo.kernel) != 2 or not stored_rows(og, x, *([] if dx is None else [dx])):
         return None
     gr, xr = og.transpose(0, 2, 3, 1), x.transpose(0, 2, 3, 1)
@@ -237,11 +237,9 @@ def rows_depthwise_backward_runner(og, x, weight, dx, dw, geo):
         steps.append(lambda: data(gr, kernel_last(), dxr, *args))
     if dw is not None:
         dwt = dw.reshape(dw.shape[0], *dw.shape[2:])
-        parts = split(np, og.shape[0] * og.shape[2], 1)
-        bounds = np.array([lo for lo, _ in parts] + [parts[-1][1]], np.int64)
-        weights = compiled_for("dw_weight_gradient", gr, xr, dwt, *args, bounds)
+        weights = compiled_for("dw_weight_gradient", gr, xr, dwt, *args, np.zeros(2, np.int64))
         if weights is None:
             return None
-        run_weights = on_numba_threads(weights, len(parts))
-        steps.append(lambda: run_weights(gr, xr, dwt, *args, bounds))
+        rows = over_rows(weights, (og.shape[0] * og.shape[2], og.shape[3] * og.shape[1]))
+        steps.append(lambda: rows(gr, xr, dwt, *args))
     return sequence(steps)
