@@ -194,6 +194,19 @@ def _lane_sums(a, b, shift_a, shift_b, first, second):  # pragma: no cover - num
         second[i] += d * (b[i] - shift_b[i])
 
 
+def _lane_data_gradient(g, x, dx, shifts, offsets, slopes, scales,
+                        batch):  # pragma: no cover - numba's
+    """dx[i] = (g[i] - offsets[i] - (x[i] - shifts[i]) * slopes[i]) * scales[i] for batch
+    statistics, g[i] * scales[i] otherwise: the lanes' data gradient (every element its own
+    lane, factors per element; ``dx`` may be ``g``)."""
+    if batch:
+        for i in range(dx.size):
+            dx[i] = (g[i] - offsets[i] - (x[i] - shifts[i]) * slopes[i]) * scales[i]
+    else:
+        for i in range(dx.size):
+            dx[i] = g[i] * scales[i]
+
+
 def _merge(state, size, shift, first, second):  # pragma: no cover - numba's
     """Adds a block of ``size`` elements to ``state`` = (count, mean, squared deviations)
     in float64 by Chan et al.'s pairwise update: the block's sums ``first`` and ``second``
@@ -415,13 +428,8 @@ def _data_gradient(g, x, mean, offset, slope, scale, dx, batch, lo, hi,
     _expand(slope, lo, hi, m, slopes)
     _expand(scale, lo, hi, m, scales)
     for b in range(n):
-        grun, xrun, drun = gf[b, lo * m:hi * m], xf[b, lo * m:hi * m], df[b, lo * m:hi * m]
-        if batch:
-            for i in range(width):
-                drun[i] = (grun[i] - offsets[i] - (xrun[i] - shifts[i]) * slopes[i]) * scales[i]
-        else:
-            for i in range(width):
-                drun[i] = grun[i] * scales[i]
+        _lane_data_gradient(gf[b, lo * m:hi * m], xf[b, lo * m:hi * m], df[b, lo * m:hi * m],
+                            shifts, offsets, slopes, scales, batch)
 
 
 def _batch_norm_backward(g, x, mean, invstd, scale, sums, dx, batch, want, c0,
@@ -616,9 +624,9 @@ def _rows_gradient_sums(g, x, mean, sums, r0, r1, lanes):  # pragma: no cover - 
 def _rows_data_gradient(g, x, mean, offset, slope, scale, dx, batch, r0, r1,
                         lanes):  # pragma: no cover - numba's
     """:func:`_data_gradient` for rows [r0, r1) of (R, C) channels-last data (``dx`` may
-    be ``g``). Its per-run loop is the lanes loop of :func:`_data_gradient` written out:
-    with that loop, the lanes sums and the affine loop as shared functions called per run,
-    the rows loops took 10-25% longer (one measurement, benchmarks/README.md)."""
+    be ``g``). Each run is :func:`_lane_data_gradient`, the channel loops' lanes loop, inlined
+    by numba (called as a function, per-run loops shared this way took 10-25% longer,
+    benchmarks/README.md)."""
     c = x.shape[1]
     width = _run_width(c)
     gf, xf, df = g.reshape(g.size), x.reshape(x.size), dx.reshape(dx.size)
@@ -633,13 +641,8 @@ def _rows_data_gradient(g, x, mean, offset, slope, scale, dx, batch, r0, r1,
     runs = (end - start) // width
     for q in range(runs):
         base = start + q * width
-        grun, xrun, drun = gf[base:base + width], xf[base:base + width], df[base:base + width]
-        if batch:
-            for i in range(width):
-                drun[i] = (grun[i] - offsets[i] - (xrun[i] - shifts[i]) * slopes[i]) * scales[i]
-        else:
-            for i in range(width):
-                drun[i] = grun[i] * scales[i]
+        _lane_data_gradient(gf[base:base + width], xf[base:base + width],
+                            df[base:base + width], shifts, offsets, slopes, scales, batch)
     for k in range(start + runs * width, end):
         j = (k - start) % c
         if batch:
@@ -676,8 +679,9 @@ def _rows_backward_parts(g, x, mean, invstd, scale, sums, dx, batch, want,
 
 #: the compiled functions, in the order the generated module defines them (a loop calls
 #: the ones before it)
-_FUNCTIONS = (_depthwise_flat, _depthwise_loops, _block_sums, _lane_sums, _merge, _expand,
-              _lanes, _group, _moments, _statistics, _gradient_factors, _affine, _channel_affine,
+_FUNCTIONS = (_depthwise_flat, _depthwise_loops, _block_sums, _lane_sums, _lane_data_gradient,
+              _merge, _expand, _lanes, _group, _moments, _statistics, _gradient_factors, _affine,
+              _channel_affine,
               _batch_norm_train, _gradient_sums, _data_gradient, _batch_norm_backward,
               _batch_norm_finish, _batch_norm_train_parts, _batch_norm_backward_parts,
               _run_width, _rows_moments, _rows_affine, _rows_train_parts, _rows_affine_parts,
@@ -693,7 +697,8 @@ _OPTIONS = {"_block_sums": ", fastmath={'reassoc'}", "_batch_norm_train_parts": 
                                                     "_rows_backward_parts")},
             **{fn.__name__: ", parallel=True" for fn in WINOGRAD_LOOPS},
             **{name: ", parallel=True, fastmath={'contract'}" for name in DEPTHWISE_ROWS_PARALLEL},
-            "_madd": ", fastmath={'contract'}, inline='always'", "_inside": ", inline='always'",
+            "_madd": ", fastmath={'contract'}, inline='always'",
+            "_lane_data_gradient": ", inline='always'", "_inside": ", inline='always'",
             "_dw_row": ", fastmath={'contract'}"}
 _LOOPS = {"depthwise": "_depthwise_loops", "channel_affine": "_channel_affine",
           "batch_norm_train": "_batch_norm_train", "batch_norm_backward": "_batch_norm_backward",
