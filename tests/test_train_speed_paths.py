@@ -305,6 +305,37 @@ def test_variant_matches_native_on_edge_cases(case, monkeypatch):
         _close(got, want, f"{case} result {k}")
 
 
+@pytest.mark.parametrize("mkl", [True, False], ids=["mkl", "openblas"])
+@pytest.mark.parametrize("kw, shape, data_req", [
+    ({"num_hidden": 7}, (5, 3, 2, 2), "write"),
+    ({"num_hidden": 7, "no_bias": True}, (5, 6), "write"),
+    ({"num_hidden": 4, "flatten": False}, (2, 3, 6), "write"),
+    ({"num_hidden": 7}, (5, 12), "null"),
+])
+def test_fully_connected_products_match_native(mkl, kw, shape, data_req, monkeypatch):
+    """FullyConnected's variant on either library (MKL through PyTorch on Intel CPUs, numpy's
+    OpenBLAS elsewhere: :func:`kernels.mkl_products`) against the native kernel: output and
+    every gradient, with the data's gradient not asked too."""
+    _needs_torch()
+    from graphexec.backends.torchcpu import kernels
+    monkeypatch.setattr(kernels, "mkl_products", lambda: mkl)
+    fc = _S.FullyConnected(_X, name="fc", **kw)
+    results = []
+    for backend in ("NONE", "torch"):
+        reqs = {n: data_req if n == "data" else "write" for n in fc.list_arguments()}
+        exe = fc.simple_bind(gx.cpu(), backend=backend, grad_req=reqs, data=shape)
+        rng = np.random.default_rng(2)
+        for arr in exe.arg_dict.values():
+            arr[...] = rng.standard_normal(arr.shape)
+        exe.forward(is_train=True)
+        exe.backward(rng.standard_normal(exe.outputs[0].shape).astype("f4"))
+        results.append([exe.outputs[0].copy()] + [exe.grad_dict[n].copy() for n in reqs
+                                                  if reqs[n] != "null"])
+    assert set(_marked(exe).values()) == {"FullyConnected", "_backward_FullyConnected"}
+    for k, (want, got) in enumerate(zip(*results)):
+        _close(got, want, f"{kw} result {k}")
+
+
 def test_pointwise_convolutions_run_as_products(monkeypatch):
     """Which convolutions the variant runs as products (1x1 kernels of stride 1, no padding
     or dilation, one group, fewer than POINTWISE_MAX_WEIGHT weights, contiguous arrays),

@@ -2,8 +2,8 @@
 Pooling, relu and RNN, forward and backward, run by PyTorch's CPU operators (oneDNN's
 convolutions and LSTM, the library MXNet 1.9.1's CPU backend calls); the forward of softmax
 (SoftmaxOutput, masked softmax), gelu and LayerNorm by ATen's vectorised kernels; and
-FullyConnected by numpy's OpenBLAS split across the kernel's own threads (MKL's sgemm, what
-PyTorch would use, ran at half its speed on the AMD machines measured).
+FullyConnected by MKL's sgemm on Intel CPUs, elsewhere by numpy's OpenBLAS split across the
+kernel's own threads (MKL ran at half its speed on the AMD machines measured).
 
 Each factory wraps the bound numpy arrays as tensors once (``torch.from_numpy`` shares their
 memory) and calls the ATen operator; results are copied into the planned output arrays. The
@@ -20,6 +20,7 @@ from __future__ import annotations
 import ctypes
 import os
 import warnings
+from functools import lru_cache
 
 import numpy as np
 
@@ -409,6 +410,30 @@ def pooling_backward(call):
 
 
 # -- FullyConnected ---------------------------------------------------------------------------
+def _cpu_vendor() -> str:
+    """The CPU's vendor string ("GenuineIntel", "AuthenticAMD", ...; "" where unknown)."""
+    try:
+        with open("/proc/cpuinfo", encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith("vendor_id"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    import platform
+    proc = platform.processor()
+    return next((v for v in ("GenuineIntel", "AuthenticAMD") if v in proc), "")
+
+
+@lru_cache(maxsize=1)
+def mkl_products() -> bool:
+    """Whether FullyConnected's products run on PyTorch's MKL (Intel CPUs, PyTorch built
+    with MKL) rather than numpy's OpenBLAS. On an AVX-512 Intel Xeon MKL took 0.4-0.5x
+    OpenBLAS's time for MobileNet's 16 x 256 x 1000 layer, forward and backward, and
+    0.85-0.9x for the LSTM LM's 1120 x 650 x 10000 decoder; on the AMD machines measured
+    it ran at half OpenBLAS's speed at every size (benchmarks/README.md)."""
+    return load_torch().backends.mkl.is_available() and _cpu_vendor() == "GenuineIntel"
+
+
 def _fc_rows(p, x, w) -> tuple[int, int]:
     """(rows, K): the FullyConnected data ``x`` as a (rows, K) matrix."""
     rows = x.shape[0] if p.flatten else int(np.prod(x.shape[:-1]))
@@ -417,37 +442,52 @@ def _fc_rows(p, x, w) -> tuple[int, int]:
 
 @_kernel("FullyConnected")
 def fully_connected(call):
-    """out = data (flattened to 2-D, or over its last axis) @ weight.T + bias by numpy's
-    OpenBLAS (1.8-2.9x faster than MKL's sgemm through PyTorch on this AMD machine at every
-    size measured), the rows split across threads that each run BLAS on one thread
-    (:func:`~graphexec.core.runtime.blas_threads.matmul_rows`): OpenBLAS's own idle threads
-    spin for a while after a call, taking the cores PyTorch's next kernels need (ATen's
-    softmax right after a 1120 x 10000 product: 48 ms against 28 ms, benchmarks/README.md)."""
+    """out = data (flattened to 2-D, or over its last axis) @ weight.T + bias: by MKL's
+    sgemm through PyTorch where :func:`mkl_products` says so (its threads are PyTorch's own
+    OpenMP pool), else by numpy's OpenBLAS with the rows split across threads that each run
+    BLAS on one thread (:func:`~graphexec.core.runtime.blas_threads.matmul_rows`):
+    OpenBLAS's own idle threads spin for a while after a call, taking the cores PyTorch's
+    next kernels need (ATen's softmax right after a 1120 x 10000 product: 48 ms against
+    28 ms, benchmarks/README.md)."""
     from graphexec.core.runtime.blas_threads import matmul_rows
     p = call.params
     rows, k = _fc_rows(p, call.inputs[0], call.inputs[1])
     x, wt = call.inputs[0].reshape(rows, k), call.inputs[1].T
     out = call.outputs[0].reshape(rows, p.num_hidden)
     bias = None if p.no_bias else call.inputs[2]
-    return lambda: matmul_rows(np, x, wt, out, bias=bias)
+    if not mkl_products():
+        return lambda: matmul_rows(np, x, wt, out, bias=bias)
+    torch = load_torch()
+    tx, twt, tout = _t(x), _t(wt), _t(out)
+    if bias is None:
+        return lambda: torch.mm(tx, twt, out=tout)
+    tb = _t(bias)
+    return lambda: torch.addmm(tb, tx, twt, out=tout)
 
 
 @_kernel("_backward_FullyConnected")
 def fully_connected_backward(call):
-    """dX = dY @ W and dW = dY^T @ X, each split by its rows as the forward product; db the
-    sum of dY over rows."""
+    """dX = dY @ W and dW = dY^T @ X (MKL or OpenBLAS as the forward product, see
+    :func:`mkl_products`); db the sum of dY over rows."""
     from graphexec.core.runtime.blas_threads import matmul_rows
     p = call.params
     rows, k = _fc_rows(p, call.inputs[1], call.inputs[2])
     og = call.inputs[0].reshape(rows, p.num_hidden)
     x, w = call.inputs[1].reshape(rows, k), call.inputs[2]
-    steps = []
+    products = []
     if call.req[0] != "null":
-        dx = call.outputs[0].reshape(rows, k)
-        steps.append(lambda: matmul_rows(np, og, w, dx))
+        products.append((og, w, call.outputs[0].reshape(rows, k)))
     if call.req[1] != "null":
-        dw = call.outputs[1]
-        steps.append(lambda: matmul_rows(np, og.T, x, dw))
+        products.append((og.T, x, call.outputs[1]))
+    steps = []
+    if mkl_products():
+        mm = load_torch().mm
+        for a, b, out in products:
+            ta, tb, tout = _t(a), _t(b), _t(out)
+            steps.append(lambda ta=ta, tb=tb, tout=tout: mm(ta, tb, out=tout))
+    else:
+        for a, b, out in products:
+            steps.append(lambda a=a, b=b, out=out: matmul_rows(np, a, b, out))
     if not p.no_bias and call.req[2] != "null":
         db = call.outputs[2]
         steps.append(lambda: np.add.reduce(og, axis=0, out=db))
