@@ -281,48 +281,66 @@ def test_no_kernel_runs_in_place_across_layouts(monkeypatch):
 @pytest.mark.parametrize("shape", [(16, 8, 7, 9), (2, 3, 5, 7), (3, 300, 3, 3), (5, 64, 2, 1),
                                    (2, 2, 40, 40)])
 @pytest.mark.parametrize("batch", [True, False])
-def test_batch_norm_rows_loops(shape, batch):
+@pytest.mark.parametrize("relu", [False, True], ids=["plain", "relu"])
+def test_batch_norm_rows_loops(shape, batch, relu):
     """The loops over channels-last rows (the whole row range split across numba's
     threads, remainders past the last run of whole rows included) against float64 sums:
-    statistics, output, data gradient and the sums the parameter gradients come from."""
+    statistics, output, data gradient and the sums the parameter gradients come from; with
+    the relu after the BatchNorm in the forward's pass and its gradient's mask in the
+    backward's (the BATCHNORM_RELU variant): out = max(BatchNorm, 0), the sums and the
+    data gradient of dY where that output is positive."""
     pytest.importorskip("numba", reason="the loops need numba")
     from graphexec.backends.default.kernels import compiled
     from graphexec.backends.default.kernels.nn import _compiled_batch_norm
     n, c, h, w = shape
     rng = np.random.default_rng(sum(shape))
+    # data around 50, beta within 0.5 of 0: a good part of the relu's inputs are negative
     x = (rng.standard_normal((n, h, w, c)) * 3 + 50).astype("f4").transpose(0, 3, 1, 2)
     g = rng.standard_normal((n, h, w, c)).astype("f4").transpose(0, 3, 1, 2)
     out = np.empty((n, h, w, c), "f4").transpose(0, 3, 1, 2)
     dx = np.empty((n, h, w, c), "f4").transpose(0, 3, 1, 2)
     f4 = np.dtype("f4")
-    gamma, beta = rng.uniform(0.5, 1.5, c).astype("f4"), rng.standard_normal(c).astype("f4")
+    gamma, beta = rng.uniform(0.5, 1.5, c).astype("f4"), rng.uniform(-0.5, 0.5, c).astype("f4")
     x64 = x.astype("f8")
     axes, b = (0, 2, 3), (None, slice(None), None, None)
+    store = np.zeros((2, c), "f4") if relu else None
     if batch:
-        train, _ = _compiled_batch_norm(np, x, out, 1, f4, True, True)
+        train, _, fused = _compiled_batch_norm(np, x, out, 1, f4, True, True, store, relu)
         mean, var, inv = (np.empty(c, "f4") for _ in range(3))
         train(gamma, beta, np.float32(1e-5), False, mean, var, inv)
         m, v = x64.mean(axis=axes), x64.var(axis=axes)
         np.testing.assert_allclose(mean, m, rtol=1e-6)
         np.testing.assert_allclose(var, v, rtol=2e-5, atol=1e-6)
     else:
-        _, affine = _compiled_batch_norm(np, x, out, 1, f4, False, True)
-        m = rng.standard_normal(c).astype("f4")
+        _, affine, fused = _compiled_batch_norm(np, x, out, 1, f4, False, True, store, relu)
+        m = (x64.mean(axis=axes) + rng.standard_normal(c)).astype("f4")
         inv = rng.uniform(0.5, 1.5, c).astype("f4")
+        if relu:
+            store[0], store[1] = inv * gamma, beta - m * inv * gamma
         affine(inv * gamma, beta - m * inv * gamma)
         mean, v = m, 1 / inv.astype("f8") ** 2 - 1e-5
+    assert fused == relu
     ref = (x64 - m[b]) / np.sqrt(v + 1e-5)[b] * gamma[b] + beta[b]
-    np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5)
+    # float32 products of data around 50: a few ulps of 50 apart from the float64 numbers
+    np.testing.assert_allclose(out, np.maximum(ref, 0) if relu else ref, rtol=1e-5, atol=5e-5)
+    if relu:
+        # the forward's own numbers: x * scale + shift in float32, then max(., 0)
+        pre = x * store[0][b] + store[1][b]
+        np.testing.assert_array_equal(out, np.maximum(pre, 0))
+        assert 0.1 < (pre > 0).mean() < 0.9
 
     (g2, x2, dx2), rows = compiled.channel_rows(np, f4, 1, g, x, dx)
     assert rows and g2.shape == (n * h * w, c)
+    masks = store if relu else np.zeros((2, c), "f4")
     loop = compiled.over_rows(compiled.compiled_for(
         "batch_norm_rows_backward", g2, x2, mean, inv, inv, np.zeros((c, 2)), dx2, batch,
-        True, np.zeros(2, np.int64)), g2.shape)
+        True, masks, relu, np.zeros(2, np.int64)), g2.shape)
     sums = np.zeros((c, 2))
     scale = inv * gamma
-    loop(g2, x2, mean, inv, scale, sums, dx2, batch, True)
+    loop(g2, x2, mean, inv, scale, sums, dx2, batch, True, masks, relu)
     g64, xhat = g.astype("f8"), (x64 - mean.astype("f8")[b]) * inv.astype("f8")[b]
+    if relu:
+        g64 = np.where(pre > 0, g64, 0)
     np.testing.assert_allclose(sums[:, 0], g64.sum(axis=axes), rtol=1e-5, atol=1e-3)
     np.testing.assert_allclose(sums[:, 1], (g64 * xhat).sum(axis=axes), rtol=1e-5, atol=1e-3)
     want = g64 * scale.astype("f8")[b]

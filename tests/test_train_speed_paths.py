@@ -71,12 +71,15 @@ def test_which_nodes_run_torch_kernels():
     exe = _run("mobilenet_like", "torch")
     marked = _marked(exe)
     ops = set(marked.values())
-    assert {"Convolution", "_backward_Convolution", "Activation", "_backward_Activation",
-            "FullyConnected", "_backward_FullyConnected"} <= ops
-    # BatchNorm: the native compiled loops on numba's threads where numba is installed
+    assert {"Convolution", "_backward_Convolution", "FullyConnected",
+            "_backward_FullyConnected"} <= ops
+    # BatchNorm: the native compiled loops on numba's threads where numba is installed (a
+    # large channels-last one with the relu reading its output: that relu in them too,
+    # tests/test_batchnorm_relu.py; not at these sizes)
     bn = {"BatchNorm", "_backward_BatchNorm"}
     has_numba = importlib.util.find_spec("numba") is not None
     assert bn <= set(_marked(exe, "openmp").values()) if has_numba else bn <= ops
+    assert {"Activation", "_backward_Activation"} <= ops
     reasons = {d.reason for d in exe.partition_plan.nodes.values()}
     assert any("numba's threads" in r for r in reasons) == has_numba
     # 'full' max pooling whose output size PyTorch's ceil_mode gives, its backward with it

@@ -13,14 +13,16 @@ Parameters stay the executor's arrays, so updates are seen at the next step.
 from __future__ import annotations
 
 import importlib.util
+import math
 
 import numpy as np
 
 from graphexec.core.ir.errors import GraphexecError
 from graphexec.core.ir.graph import Entry, Graph, Node
 from graphexec.core.ops.conv import channel_last, conv_geometry, pool_geometry, winograd_tiles
+from graphexec.core.passes import plan_memory
 from graphexec.core.runtime.blas_threads import PRODUCT_ATTR
-from graphexec.core.runtime.kernels import KERNEL_ATTR, kernel_registry
+from graphexec.core.runtime.kernels import KERNEL_ATTR, MONITORED_KERNEL_ATTR, kernel_registry
 from graphexec.core.runtime.layout import CHANNELS_LAST, LAYOUT_ATTR
 from graphexec.core.subgraph import ReasonSelector, SubgraphBackend, SubgraphProperty
 
@@ -43,6 +45,10 @@ CHOSEN_OPENMP = ("runs the native compiled loops on numba's threads (torch strat
 WINOGRAD = "winograd"
 CHOSEN_WINOGRAD = ("runs the native Winograd F(2x2, 3x3) transforms with PyTorch's products "
                    "(torch strategy: faster than oneDNN's direct 3x3 convolution here)")
+#: the native kernels' variant of a channels-last BatchNorm that also applies the relu
+#: reading its output (and masks that relu's gradient in its backward), and of that relu,
+#: left with nothing to do (:func:`batch_norm_relu_nodes`)
+BATCHNORM_RELU = "batchnorm_relu"
 _CHOSEN = {OPENMP: CHOSEN_OPENMP, WINOGRAD: CHOSEN_WINOGRAD, NAME: CHOSEN}
 #: the nodes that may store the 4-D entries between them channels-last
 #: (:mod:`graphexec.core.runtime.layout`, :func:`channels_last_nodes`): PyTorch's
@@ -395,13 +401,59 @@ def _dense_channels_last(graph: Graph, members: set[int]) -> set[int]:
     return kept | beside
 
 
+def batch_norm_relu_nodes(graph: Graph, chosen: dict[int, str], layout: set[int]) -> set[int]:
+    """The BatchNorm nodes (``openmp``, channels-last: the rows loops) whose output only a
+    relu (``torch``) reads, not a graph output, with their backward nodes, the relu and its
+    backward (whose output only the BatchNorm's backward reads): the four run
+    BATCHNORM_RELU, the relu inside the BatchNorm's passes. Only outputs the memory planner
+    may run in place (INPLACE_MIN_BYTES and more): the relu's kernels have nothing left
+    to do then. The 27 relus of a MobileNet v1 0.25 step (batch 16) took 0.82 ms forward
+    and 1.92 ms backward of its 31 ms (benchmarks/README.md)."""
+    if not (_native_variant(BATCHNORM_RELU, "BatchNorm")
+            and _native_variant(BATCHNORM_RELU, "Activation")):
+        return set()
+    ig = graph.indexed
+    readers = ig.entry_readers()
+    outputs = set(ig.outputs)
+    backward = {ig.node_id[id(node.control_deps[0])]: nid for nid, node in enumerate(ig.nodes)
+                if node.op is not None and node.op.name.startswith("_backward_")
+                and node.control_deps and id(node.control_deps[0]) in ig.node_id}
+
+    def only_reader(e: int) -> int | None:
+        return readers[e][0] if len(readers[e]) == 1 and e not in outputs else None
+    fused: set[int] = set()
+    shapes = graph.attrs["shape"]
+    for bn, node in enumerate(ig.nodes):
+        if (node.op is None or node.op.name != "BatchNorm" or chosen.get(bn) != OPENMP
+                or bn not in layout or node.params.axis % 4 != 1
+                or 4 * math.prod(shapes[ig.row_ptr[bn]]) < plan_memory.INPLACE_MIN_BYTES):
+            continue
+        relu = only_reader(ig.row_ptr[bn])
+        if (relu is None or chosen.get(relu) != NAME or ig.nodes[relu].op.name != "Activation"
+                or ig.nodes[relu].params.act_type != "relu"):
+            continue
+        pair = {bn, relu}
+        bn_back, relu_back = backward.get(bn), backward.get(relu)
+        if (bn_back is None) != (relu_back is None):
+            continue
+        if bn_back is not None:
+            dx = ig.row_ptr[relu_back]
+            if only_reader(dx) != bn_back or ig.node_inputs[bn_back][0] != dx:
+                continue
+            pair |= {bn_back, relu_back}
+        fused |= pair
+    return fused
+
+
 def _marked(graph: Graph, chosen: dict[int, str]) -> Graph:
     """A copy of ``graph`` whose ``chosen`` nodes carry the kernel attribute naming their
-    variant, the Winograd ones PyTorch's batched product too, and the nodes of
+    variant (BATCHNORM_RELU for :func:`batch_norm_relu_nodes`, their choice kept for a
+    watched executor), the Winograd ones PyTorch's batched product too, and the nodes of
     :func:`channels_last_nodes` the layout attribute (same structure, so the entry-indexed
     attributes stay valid; variables are shared, not copied)."""
     ig = graph.indexed
     layout = channels_last_nodes(graph, chosen)
+    fused = batch_norm_relu_nodes(graph, chosen, layout)
     new: list[Node] = []
     for nid, node in enumerate(ig.nodes):
         if node.op is None:
@@ -412,6 +464,8 @@ def _marked(graph: Graph, chosen: dict[int, str]) -> Graph:
             attrs = {**attrs, KERNEL_ATTR: chosen[nid]}
             if chosen[nid] == WINOGRAD:
                 attrs[PRODUCT_ATTR] = NAME
+        if nid in fused:  # a monitor sees each node's own outputs: the plain choice then
+            attrs.update({KERNEL_ATTR: BATCHNORM_RELU, MONITORED_KERNEL_ATTR: chosen[nid]})
         if nid in layout:
             attrs = {**attrs, LAYOUT_ATTR: CHANNELS_LAST}
         copy_ = Node(node.op, node.name, attrs, node.params,

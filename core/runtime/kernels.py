@@ -21,14 +21,22 @@ from ..ir.errors import KernelNotFoundError
 from ..ops.registry import get_op
 
 __all__ = ["KernelCall", "KernelRegistry", "kernel_registry", "KernelFn", "KernelFactory",
-           "Workspace", "KERNEL_ATTR", "kernel_variant"]
+           "Workspace", "KERNEL_ATTR", "MONITORED_KERNEL_ATTR", "kernel_variant"]
 
 #: the node attribute naming the kernel variant that runs the node (absent: the plain kernel)
 KERNEL_ATTR = "__kernel__"
+#: the node attribute naming the variant that runs the node while a monitor watches the
+#: executor (absent: KERNEL_ATTR's), for variants that do a neighbour's work too (a
+#: BatchNorm applying the relu after it): a monitor sees every node's own outputs, as in
+#: MXNet; the two variants must accept the same outputs in place of inputs
+MONITORED_KERNEL_ATTR = "__kernel_monitored__"
 
 
-def kernel_variant(node: Any) -> str | None:
-    """The kernel variant a pass chose for ``node`` (None: the plain kernel)."""
+def kernel_variant(node: Any, monitored: bool = False) -> str | None:
+    """The kernel variant a pass chose for ``node`` (None: the plain kernel); with
+    ``monitored``, the one for a watched executor (:data:`MONITORED_KERNEL_ATTR`)."""
+    if monitored and MONITORED_KERNEL_ATTR in node.attrs:
+        return node.attrs[MONITORED_KERNEL_ATTR]
     return node.attrs.get(KERNEL_ATTR)
 
 KernelFn = Callable[[], None]

@@ -17,7 +17,8 @@ from ..passes.plan_memory import EXTERNAL
 from . import frozen
 from .bulk import bulk_enabled, compile_segments, segment_size
 from .dynamic import DynamicShapes
-from .kernels import KernelCall, Workspace, kernel_registry, kernel_variant
+from .kernels import (MONITORED_KERNEL_ATTR, KernelCall, Workspace, kernel_registry,
+                      kernel_variant)
 from .layout import channels_last_entries, channels_last_view, inplace_allowed
 
 __all__ = ["ExecPlan"]
@@ -164,7 +165,7 @@ class ExecPlan:
                           [ig.nodes[ig.entry_node(e)[0]].op is None for e in in_ids])
         try:
             fn = kernel_registry().lookup(node.op.name, ctx.device_type,
-                                         kernel_variant(node))(call)
+                                         kernel_variant(node, self._monitor is not None))(call)
         except GraphexecError as exc:
             raise type(exc)(f"node {node.name!r} ({node.op.name}): {exc}") from None
         except Exception as exc:
@@ -230,7 +231,14 @@ class ExecPlan:
         return [(ig.nodes[ig.entry_node(e)[0]].name, self.arrays[e]) for e in eids]
 
     def set_monitor(self, callback: Callable | None, monitor_all: bool) -> None:
+        """Watch (or stop watching) every node's outputs; the kernels are made again when
+        that changes which variants run (``MONITORED_KERNEL_ATTR``)."""
+        watched = self._monitor is not None
         self._monitor = None if callback is None else (callback, bool(monitor_all))
+        if watched != (callback is not None) and any(
+                MONITORED_KERNEL_ATTR in node.attrs for node in self.graph.indexed.nodes):
+            self._kernels.clear()
+            self._bulk.clear()
 
     def _run_monitored(self, plan: list, segment: str) -> None:
         callback, monitor_all = self._monitor

@@ -40,6 +40,11 @@ VARIANTS: dict[tuple[str, str], KernelFactory] = {}
 #: for processes whose heavy kernels are not OpenBLAS's (the ``torch`` strategy chooses it
 #: by this name); beside OpenBLAS's spinning threads they made native steps slower
 OPENMP = "openmp"
+#: the variant of BatchNorm's kernels (``OPENMP``'s loops) that also applies the relu after
+#: it, forward (max(., 0) in its output) and backward (its output gradient masked), and of
+#: that relu's kernels, which then have nothing left to do where their output is their
+#: input's array (see ``nn.batch_norm_relu``)
+BATCHNORM_RELU = "batchnorm_relu"
 
 
 def kernel_variant(op_name: str, variant: str) -> Callable[[KernelFactory], KernelFactory]:
@@ -80,6 +85,13 @@ def scalar_operand(xp, value, arr):
 
 def nothing() -> None:
     """The kernel of a node none of whose outputs is requested."""
+
+
+def same_array(a, b) -> bool:
+    """Whether host arrays ``a`` and ``b`` are the same memory seen the same way (an output
+    the memory plan put in place of an input)."""
+    return (a.__array_interface__["data"][0] == b.__array_interface__["data"][0]
+            and a.shape == b.shape and a.strides == b.strides and a.dtype == b.dtype)
 
 
 def sequence(steps: list) -> Callable[[], None]:

@@ -194,12 +194,26 @@ def _lane_sums(a, b, shift_a, shift_b, first, second):  # pragma: no cover - num
         second[i] += d * (b[i] - shift_b[i])
 
 
-def _lane_data_gradient(g, x, dx, shifts, offsets, slopes, scales,
-                        batch):  # pragma: no cover - numba's
+def _lane_data_gradient(g, x, dx, shifts, offsets, slopes, scales, batch, fs, ft,
+                        relu):  # pragma: no cover - numba's
     """dx[i] = (g[i] - offsets[i] - (x[i] - shifts[i]) * slopes[i]) * scales[i] for batch
     statistics, g[i] * scales[i] otherwise: the lanes' data gradient (every element its own
-    lane, factors per element; ``dx`` may be ``g``)."""
-    if batch:
+    lane, factors per element; ``dx`` may be ``g``). With ``relu``, g[i] counts where the
+    forward's x[i] * fs[i] + ft[i] (the BatchNorm output the relu after it saw,
+    computed as the forward computed it: multiply, then add) was positive, else 0: the
+    relu's gradient, its mask the relu's own."""
+    zero = g.dtype.type(0)
+    if relu:
+        if batch:
+            for i in range(dx.size):
+                gi, xi = g[i], x[i]  # loaded first: the choice below is then a select
+                gi = gi if xi * fs[i] + ft[i] > 0 else zero
+                dx[i] = (gi - offsets[i] - (xi - shifts[i]) * slopes[i]) * scales[i]
+        else:
+            for i in range(dx.size):
+                gi, xi = g[i], x[i]
+                dx[i] = (gi if xi * fs[i] + ft[i] > 0 else zero) * scales[i]
+    elif batch:
         for i in range(dx.size):
             dx[i] = (g[i] - offsets[i] - (x[i] - shifts[i]) * slopes[i]) * scales[i]
     else:
@@ -429,7 +443,7 @@ def _data_gradient(g, x, mean, offset, slope, scale, dx, batch, lo, hi,
     _expand(scale, lo, hi, m, scales)
     for b in range(n):
         _lane_data_gradient(gf[b, lo * m:hi * m], xf[b, lo * m:hi * m], df[b, lo * m:hi * m],
-                            shifts, offsets, slopes, scales, batch)
+                            shifts, offsets, slopes, scales, batch, shifts, shifts, False)
 
 
 def _batch_norm_backward(g, x, mean, invstd, scale, sums, dx, batch, want, c0,
@@ -541,10 +555,12 @@ def _rows_moments(x, r0, r1, states, lanes):  # pragma: no cover - numba's
         _merge(states[(k - start) % c], 1.0, xf[k], 0.0, 0.0)
 
 
-def _rows_affine(x, scale, shift, out, r0, r1, lanes):  # pragma: no cover - numba's
-    """out[r, c] = x[r, c] * scale[c] + shift[c] for rows [r0, r1) of (R, C) channels-last
-    data, in runs of whole rows with per-lane scale and shift."""
+def _rows_affine(x, scale, shift, out, r0, r1, lanes, relu):  # pragma: no cover - numba's
+    """out[r, c] = x[r, c] * scale[c] + shift[c] (then max(., 0) with ``relu``, NaN kept
+    as the relu kernels keep it) for rows [r0, r1) of (R, C) channels-last data, in runs of
+    whole rows with per-lane scale and shift."""
     c = x.shape[1]
+    zero = x.dtype.type(0)
     width = _run_width(c)
     xf, of = x.reshape(x.size), out.reshape(out.size)
     s_lanes, t_lanes = lanes[0, :width], lanes[1, :width]
@@ -556,18 +572,25 @@ def _rows_affine(x, scale, shift, out, r0, r1, lanes):  # pragma: no cover - num
     for q in range(runs):
         src = xf[start + q * width:start + (q + 1) * width]
         dst = of[start + q * width:start + (q + 1) * width]
-        for i in range(width):
-            dst[i] = src[i] * s_lanes[i] + t_lanes[i]
+        if relu:
+            for i in range(width):
+                v = src[i] * s_lanes[i] + t_lanes[i]
+                dst[i] = zero if v <= 0 else v
+        else:
+            for i in range(width):
+                dst[i] = src[i] * s_lanes[i] + t_lanes[i]
     for k in range(start + runs * width, end):
         j = (k - start) % c
-        of[k] = xf[k] * s_lanes[j] + t_lanes[j]
+        v = xf[k] * s_lanes[j] + t_lanes[j]
+        of[k] = zero if relu and v <= 0 else v
 
 
 def _rows_train_parts(x, gamma, beta, eps, fix_gamma, mean, var, invstd, scale, shift, out,
-                      bounds):  # pragma: no cover - numba's
+                      relu, bounds):  # pragma: no cover - numba's
     """:func:`_batch_norm_train` for channels-last data as rows (R, C), the rows split at
     ``bounds`` across numba's threads: each part's moments, merged in float64, then the
-    statistics as :func:`_batch_norm_train` derives them, then each part normalised."""
+    statistics as :func:`_batch_norm_train` derives them, then each part normalised (and
+    with ``relu`` max(., 0): a relu after the BatchNorm in the same pass)."""
     c = x.shape[1]
     parts = bounds.size - 1
     states = np.zeros((parts, c, 3))
@@ -581,23 +604,38 @@ def _rows_train_parts(x, gamma, beta, eps, fix_gamma, mean, var, invstd, scale, 
                 _merge(state, states[j, ch, 0], states[j, ch, 1], 0.0, states[j, ch, 2])
         _statistics(state, ch, gamma, beta, eps, fix_gamma, mean, var, invstd, scale, shift)
     for j in prange(parts):
-        _rows_affine(x, scale, shift, out, bounds[j], bounds[j + 1], lanes[j])
+        _rows_affine(x, scale, shift, out, bounds[j], bounds[j + 1], lanes[j], relu)
 
 
-def _rows_affine_parts(x, scale, shift, out, bounds):  # pragma: no cover - numba's
+def _rows_affine_parts(x, scale, shift, out, relu, bounds):  # pragma: no cover - numba's
     """:func:`_rows_affine` over the row ranges of ``bounds`` on numba's threads."""
     lanes = np.empty((bounds.size - 1, 2, _run_width(x.shape[1])), x.dtype)
     for j in prange(bounds.size - 1):
-        _rows_affine(x, scale, shift, out, bounds[j], bounds[j + 1], lanes[j])
+        _rows_affine(x, scale, shift, out, bounds[j], bounds[j + 1], lanes[j], relu)
 
 
-def _rows_gradient_sums(g, x, mean, sums, r0, r1, lanes):  # pragma: no cover - numba's
+def _relu_lanes(affine, lanes, width):  # pragma: no cover - numba's
+    """lanes[0], lanes[1] = the forward's per-lane scale and shift (``affine`` (2, C)) for
+    the relu masks (:func:`_lane_data_gradient`)."""
+    c = affine.shape[1]
+    for i in range(width):
+        lanes[0, i] = affine[0, i % c]
+        lanes[1, i] = affine[1, i % c]
+
+
+def _rows_gradient_sums(g, x, mean, sums, r0, r1, lanes, affine,
+                        relu):  # pragma: no cover - numba's
     """sums[c] = (sum dY, sum dY * (x - mean[c])) in float64 over rows [r0, r1) of (R, C)
-    channels-last data, in runs of whole rows as lanes, blocks of at most BLOCK runs."""
+    channels-last data, in runs of whole rows as lanes, blocks of at most BLOCK runs; with
+    ``relu``, dY masked by the relu after the forward (see :func:`_lane_data_gradient`)."""
     c = x.shape[1]
     width = _run_width(c)
     gf, xf = g.reshape(g.size), x.reshape(x.size)
     first, second, shifts = lanes[0, :width], lanes[1, :width], lanes[2, :width]
+    fs, ft = lanes[3, :width], lanes[4, :width]
+    zero = g.dtype.type(0)
+    if relu:
+        _relu_lanes(affine, lanes[3:5], width)
     for i in range(width):
         shifts[i] = x.dtype.type(mean[i % c])
     sums[:] = 0
@@ -609,29 +647,42 @@ def _rows_gradient_sums(g, x, mean, sums, r0, r1, lanes):  # pragma: no cover - 
         for q in range(q0, min(q0 + BLOCK, runs)):
             base = start + q * width
             grun, xrun = gf[base:base + width], xf[base:base + width]
-            for i in range(width):
-                first[i] += grun[i]
-                second[i] += grun[i] * (xrun[i] - shifts[i])
+            if relu:
+                for i in range(width):
+                    gi, xi = grun[i], xrun[i]  # loaded first: the choice is then a select
+                    gi = gi if xi * fs[i] + ft[i] > 0 else zero
+                    first[i] += gi
+                    second[i] += gi * (xi - shifts[i])
+            else:
+                for i in range(width):
+                    first[i] += grun[i]
+                    second[i] += grun[i] * (xrun[i] - shifts[i])
         for i in range(width):
             sums[i % c, 0] += np.float64(first[i])
             sums[i % c, 1] += np.float64(second[i])
     for k in range(start + runs * width, end):
         j = (k - start) % c
-        sums[j, 0] += np.float64(gf[k])
-        sums[j, 1] += np.float64(gf[k] * (xf[k] - shifts[j]))
+        gk = gf[k]
+        if relu and not xf[k] * fs[j] + ft[j] > 0:
+            gk = zero
+        sums[j, 0] += np.float64(gk)
+        sums[j, 1] += np.float64(gk * (xf[k] - shifts[j]))
 
 
-def _rows_data_gradient(g, x, mean, offset, slope, scale, dx, batch, r0, r1,
-                        lanes):  # pragma: no cover - numba's
+def _rows_data_gradient(g, x, mean, offset, slope, scale, dx, batch, r0, r1, lanes,
+                        affine, relu):  # pragma: no cover - numba's
     """:func:`_data_gradient` for rows [r0, r1) of (R, C) channels-last data (``dx`` may
-    be ``g``). Each run is :func:`_lane_data_gradient`, the channel loops' lanes loop, inlined
-    by numba (called as a function, per-run loops shared this way took 10-25% longer,
-    benchmarks/README.md)."""
+    be ``g``; with ``relu``, dY masked as in :func:`_rows_gradient_sums`). Each run is
+    :func:`_lane_data_gradient`, the channel loops' lanes loop, inlined by numba (called as
+    a function, per-run loops shared this way took 10-25% longer, benchmarks/README.md)."""
     c = x.shape[1]
     width = _run_width(c)
     gf, xf, df = g.reshape(g.size), x.reshape(x.size), dx.reshape(dx.size)
     shifts, offsets, slopes, scales = lanes[0, :width], lanes[1, :width], lanes[2, :width], \
         lanes[3, :width]
+    fs, ft = lanes[4, :width], lanes[5, :width]
+    if relu:
+        _relu_lanes(affine, lanes[4:6], width)
     for i in range(width):
         shifts[i] = x.dtype.type(mean[i % c])
         offsets[i] = offset[i % c]
@@ -642,27 +693,34 @@ def _rows_data_gradient(g, x, mean, offset, slope, scale, dx, batch, r0, r1,
     for q in range(runs):
         base = start + q * width
         _lane_data_gradient(gf[base:base + width], xf[base:base + width],
-                            df[base:base + width], shifts, offsets, slopes, scales, batch)
+                            df[base:base + width], shifts, offsets, slopes, scales, batch,
+                            fs, ft, relu)
     for k in range(start + runs * width, end):
         j = (k - start) % c
+        gk = gf[k]
+        if relu and not xf[k] * fs[j] + ft[j] > 0:
+            gk = g.dtype.type(0)
         if batch:
-            df[k] = (gf[k] - offsets[j] - (xf[k] - shifts[j]) * slopes[j]) * scales[j]
+            df[k] = (gk - offsets[j] - (xf[k] - shifts[j]) * slopes[j]) * scales[j]
         else:
-            df[k] = gf[k] * scales[j]
+            df[k] = gk * scales[j]
 
 
-def _rows_backward_parts(g, x, mean, invstd, scale, sums, dx, batch, want,
+def _rows_backward_parts(g, x, mean, invstd, scale, sums, dx, batch, want, affine, relu,
                          bounds):  # pragma: no cover - numba's
     """:func:`_batch_norm_backward` for channels-last data as rows (R, C), the rows split at
     ``bounds`` across numba's threads: each part's sums, added in float64, then each part's
-    data gradient (``dx`` may be ``g``)."""
+    data gradient (``dx`` may be ``g``). With ``relu``, dY is the gradient of a relu after
+    the forward, which the forward applied with its scale and shift ``affine`` (2, C): dY
+    masked where that output was not positive (:func:`_masked`)."""
     c = x.shape[1]
     parts = bounds.size - 1
     count = max(x.shape[0], 1)
     partial = np.zeros((parts, c, 2))
-    lanes = np.empty((parts, 4, _run_width(c)), x.dtype)
+    lanes = np.empty((parts, 6, _run_width(c)), x.dtype)
     for j in prange(parts):
-        _rows_gradient_sums(g, x, mean, partial[j], bounds[j], bounds[j + 1], lanes[j])
+        _rows_gradient_sums(g, x, mean, partial[j], bounds[j], bounds[j + 1], lanes[j], affine,
+                            relu)
     offset, slope = np.zeros(c, x.dtype), np.zeros(c, x.dtype)
     for ch in range(c):
         sums[ch, 0] = 0
@@ -674,7 +732,7 @@ def _rows_backward_parts(g, x, mean, invstd, scale, sums, dx, batch, want,
     if want:
         for j in prange(parts):
             _rows_data_gradient(g, x, mean, offset, slope, scale, dx, batch, bounds[j],
-                                bounds[j + 1], lanes[j])
+                                bounds[j + 1], lanes[j], affine, relu)
 
 
 #: the compiled functions, in the order the generated module defines them (a loop calls
@@ -684,9 +742,9 @@ _FUNCTIONS = (_depthwise_flat, _depthwise_loops, _block_sums, _lane_sums, _lane_
               _channel_affine,
               _batch_norm_train, _gradient_sums, _data_gradient, _batch_norm_backward,
               _batch_norm_finish, _batch_norm_train_parts, _batch_norm_backward_parts,
-              _run_width, _rows_moments, _rows_affine, _rows_train_parts, _rows_affine_parts,
-              _rows_gradient_sums, _rows_data_gradient, _rows_backward_parts, *WINOGRAD_LOOPS,
-              *DEPTHWISE_ROWS_LOOPS)
+              _run_width, _relu_lanes, _rows_moments, _rows_affine, _rows_train_parts,
+              _rows_affine_parts, _rows_gradient_sums, _rows_data_gradient, _rows_backward_parts,
+              *WINOGRAD_LOOPS, *DEPTHWISE_ROWS_LOOPS)
 #: the options beyond caching and nogil: the one fast-math flag of the block sums (see
 #: :func:`_block_sums`), numba's threads for the loops over channel ranges, planes and
 #: rows, fused multiply-adds in the depthwise rows loops, whose shared multiply-add is

@@ -11,7 +11,8 @@ import numpy as np
 
 from graphexec.core.ops.nn import SELU_ALPHA, SELU_LAMBDA
 
-from .base import OPENMP, bound_by_scalar, cast_scalar, kernel, kernel_variant, special
+from .base import (BATCHNORM_RELU, OPENMP, bound_by_scalar, cast_scalar, kernel,
+                   kernel_variant, nothing, same_array, special)
 from .compiled import channel_range, channel_rows, compiled_for, over_channels, over_rows
 
 __all__ = ["reshaper", "work_dtype", "matmul_into", "softmax_fn"]
@@ -79,6 +80,14 @@ def activation(call):
     if call.params.act_type == "relu":
         return bound_by_scalar(call.xp, "maximum", x, cast_scalar(0, y), y)
     return partial(_ACTIVATIONS[call.params.act_type], call.xp, x, y)
+
+
+@kernel_variant("Activation", BATCHNORM_RELU)
+def relu_after_batch_norm(call):
+    """A relu whose BatchNorm (variant ``BATCHNORM_RELU``, the relu's only input) wrote
+    max(., 0) already: nothing to do where the output is the input's array (the memory plan
+    ran it in place), else the relu (of values already non-negative: the same numbers)."""
+    return nothing if same_array(call.inputs[0], call.outputs[0]) else activation(call)
 
 
 def _negative_part(xp, x, y, fn):
@@ -262,13 +271,37 @@ def batch_norm_openmp(call):
     return _batch_norm(call, openmp=True)
 
 
-def _batch_norm(call, openmp: bool):
+#: the key of the (2, C) array in a BatchNorm node's kernel state (shared with its backward)
+#: holding the scale and shift its last forward normalised with, for the relu's mask
+RELU_AFFINE = "relu_affine"
+
+
+@kernel_variant("BatchNorm", BATCHNORM_RELU)
+def batch_norm_relu(call):
+    """BatchNorm followed by the relu that is its output's only reader, in one pass where
+    the data are channels-last rows (the compiled rows loops; other layouts and the numpy
+    path take max(., 0) after): the ``torch`` strategy's fusion (``base.BATCHNORM_RELU``).
+    The scale and shift it normalised with go to the node's state, where its backward
+    finds them to mask the relu's gradient exactly as the relu would have."""
+    return _batch_norm(call, openmp=True, relu=True)
+
+
+def relu_affine(call, channels: int, dtype) -> np.ndarray:
+    """The (2, C) array of :data:`RELU_AFFINE` in the BatchNorm node's state (made by
+    whichever of its forward and backward kernels is created first)."""
+    return call.state.setdefault(RELU_AFFINE, np.zeros((2, channels), dtype))
+
+
+def _batch_norm(call, openmp: bool, relu: bool = False):
     """Batch statistics (biased variance) when training without use_global_stats, else the
     moving ones. Outputs mean and var hold the mean and the inverse standard deviation; the
     moving statistics are left alone (MXNet updates them in backward). With fix_gamma, gamma
     counts as 1, and MXNet overwrites the array with ones when the node is differentiated;
     here: when data, gamma or beta is an argument with a gradient (a node fed by a layer
-    whose parameters alone are trained is not seen)."""
+    whose parameters alone are trained is not seen). With ``relu``, out = max(BatchNorm,
+    0). With ``openmp`` (both variants) the scale and shift go to :func:`relu_affine`: a
+    BATCHNORM_RELU backward after a forward of the plain choice (a monitor watched it)
+    still masks by what the relu saw."""
     xp, p = call.xp, call.params
     x, gamma, beta, moving_mean, moving_var = call.inputs
     out, mean, invstd = call.outputs
@@ -280,14 +313,18 @@ def _batch_norm(call, openmp: bool):
     var = xp.empty(mean.shape, mean.dtype)
     eps = cast_scalar(p.eps, var)
     reset_gamma = p.fix_gamma and any(r != "null" for r in call.input_grad_reqs[:3])
-    train, affine = _compiled_batch_norm(xp, x, out, axis, mean.dtype, batch, openmp) or \
-        (None, None)
+    store = relu_affine(call, x.shape[axis], mean.dtype) if openmp else None
+    found = _compiled_batch_norm(xp, x, out, axis, mean.dtype, batch, openmp, store, relu)
+    train, affine, fused = found or (None, None, False)
+    # the relu where the loops do not apply it (other layouts, the numpy path)
+    after = (lambda: xp.maximum(out, 0, out=out)) if relu and not fused else nothing
 
     def run():
         if reset_gamma:
             gamma.fill(1)
         if train is not None:
             train(gamma, beta, eps, p.fix_gamma, mean, var, invstd)
+            after()
             return
         if batch:
             xw = x if x.dtype == mean.dtype else x.astype(mean.dtype)
@@ -301,33 +338,40 @@ def _batch_norm(call, openmp: bool):
         xp.reciprocal(invstd, out=invstd)
         scale = invstd if p.fix_gamma else invstd * gamma
         shift = beta - mean * scale
+        if store is not None:
+            store[0], store[1] = scale, shift
         if affine is not None:
             affine(scale, shift)
+            after()
             return
         xp.multiply(x, scale.reshape(bshape), out=out, casting="unsafe")
         xp.add(out, shift.reshape(bshape), out=out, casting="unsafe")
+        after()
     return run
 
 
-def _compiled_batch_norm(xp, x, out, axis: int, dtype, batch: bool, openmp: bool = False):
+def _compiled_batch_norm(xp, x, out, axis: int, dtype, batch: bool, openmp: bool = False,
+                         store=None, relu: bool = False):
     """BatchNorm's compiled loops over ``axis`` (:mod:`.compiled`) as (train(gamma, beta,
-    eps, fix_gamma, mean, var, invstd), affine(scale, shift)): with batch statistics the
-    whole forward (statistics and normalisation, a few channels at a time), else out = x *
-    scale + shift per channel; None where they do not apply (no numba, not the host, the
+    eps, fix_gamma, mean, var, invstd), affine(scale, shift), fused): with batch statistics
+    the whole forward (statistics and normalisation, a few channels at a time), else out = x
+    * scale + shift per channel; None where they do not apply (no numba, not the host, the
     statistics in another dtype than the data, strided arrays). The channels are split
     across the host's threads for large data (:func:`~.compiled.over_channels`; numba's
     with ``openmp``, for the training forward). Inception v3's 94 BatchNorm nodes at batch
-    1 took 9.5 ms with numpy's two passes (benchmarks/README.md)."""
+    1 took 9.5 ms with numpy's two passes (benchmarks/README.md). ``store`` (a (2, C)
+    array): the training forward's scale and shift are written there; ``fused`` says
+    whether the loops also apply the relu ``relu`` asks for (the rows loops do)."""
     found = channel_rows(xp, dtype, axis, x, out)
     if found is None:
         return None
     (x3, out3), rows = found
     if rows:
-        return _compiled_rows(x3, out3, dtype, batch)
+        return _compiled_rows(x3, out3, dtype, batch, store, relu)
     c = x3.shape[1]
     stat = np.empty(c, dtype)  # gamma, beta, the statistics: this type and layout
     if batch:
-        scale, shift = np.empty(c, dtype), np.empty(c, dtype)
+        scale, shift = (np.empty(c, dtype), np.empty(c, dtype)) if store is None else store
         loop = compiled_for("batch_norm_train_parts" if openmp else "batch_norm_train", x3,
                             stat, stat, dtype.type(0), True, stat, stat, stat, stat, stat,
                             out3, *channel_range(c, openmp))
@@ -336,34 +380,36 @@ def _compiled_batch_norm(xp, x, out, axis: int, dtype, batch: bool, openmp: bool
         train = over_channels(loop, x3.shape, openmp)
         return (lambda gamma, beta, eps, fix_gamma, mean, var, invstd:
                 train(x3, gamma, beta, eps, fix_gamma, mean, var, invstd, scale, shift, out3),
-                None)
+                None, False)
     loop = compiled_for("channel_affine", x3, stat, stat, out3, *channel_range(c, False))
     if loop is None:
         return None
     affine = over_channels(loop, x3.shape)
-    return None, lambda scale, shift: affine(x3, scale, shift, out3)
+    return None, lambda scale, shift: affine(x3, scale, shift, out3), False
 
 
-def _compiled_rows(x2, out2, dtype, batch: bool):
+def _compiled_rows(x2, out2, dtype, batch: bool, store=None, relu: bool = False):
     """:func:`_compiled_batch_norm` for channels-last data as rows (N*H*W, C): the loops
-    over rows on numba's threads (:func:`~.compiled.over_rows`)."""
+    over rows on numba's threads (:func:`~.compiled.over_rows`), with the relu in their
+    normalising pass with ``relu``."""
     c = x2.shape[1]
     stat = np.empty(c, dtype)
     if batch:
-        scale, shift = np.empty(c, dtype), np.empty(c, dtype)
+        scale, shift = (np.empty(c, dtype), np.empty(c, dtype)) if store is None else store
         loop = compiled_for("batch_norm_rows_train", x2, stat, stat, dtype.type(0), True, stat,
-                            stat, stat, stat, stat, out2, np.zeros(2, np.int64))
+                            stat, stat, stat, stat, out2, relu, np.zeros(2, np.int64))
         if loop is None:
             return None
         train = over_rows(loop, x2.shape)
         return (lambda gamma, beta, eps, fix_gamma, mean, var, invstd:
-                train(x2, gamma, beta, eps, fix_gamma, mean, var, invstd, scale, shift, out2),
-                None)
-    loop = compiled_for("batch_norm_rows_affine", x2, stat, stat, out2, np.zeros(2, np.int64))
+                train(x2, gamma, beta, eps, fix_gamma, mean, var, invstd, scale, shift, out2,
+                      relu), None, relu)
+    loop = compiled_for("batch_norm_rows_affine", x2, stat, stat, out2, relu,
+                        np.zeros(2, np.int64))
     if loop is None:
         return None
     affine = over_rows(loop, x2.shape)
-    return None, lambda scale, shift: affine(x2, scale, shift, out2)
+    return None, lambda scale, shift: affine(x2, scale, shift, out2, relu), relu
 
 
 @kernel("LayerNorm")

@@ -12,9 +12,10 @@ import numpy as np
 
 from graphexec.core.ops.nn import SELU_ALPHA, SELU_LAMBDA
 
-from .base import OPENMP, cast_scalar, kernel, kernel_variant, nothing, sequence, special
+from .base import (BATCHNORM_RELU, OPENMP, cast_scalar, kernel, kernel_variant, nothing,
+                   same_array, sequence, special)
 from .compiled import channel_range, channel_rows, compiled_for, over_channels, over_rows
-from .nn import matmul_into, prelu_gamma_shape, reshaper, work_dtype
+from .nn import matmul_into, prelu_gamma_shape, relu_affine, reshaper, work_dtype
 
 __all__ = ["target", "sum_into", "nothing", "sequence"]
 
@@ -90,6 +91,16 @@ def activation_backward(call):
         return relu
     fn, x = _ACTIVATION_GRAD[call.params.act_type], call.inputs[-1]
     return lambda: xp.multiply(og, fn(xp, y, x), out=out, casting="unsafe")
+
+
+@kernel_variant("_backward_Activation", BATCHNORM_RELU)
+def relu_backward_in_batch_norm(call):
+    """The gradient of a relu after a BatchNorm of variant ``BATCHNORM_RELU``, whose backward
+    (this gradient's only reader) masks it: nothing to do where the output is dY's array,
+    else the relu's gradient (masking twice gives the same numbers)."""
+    if call.req[0] == "null" or same_array(call.inputs[0], call.outputs[0]):
+        return nothing
+    return activation_backward(call)
 
 
 # -- LeakyReLU ------------------------------------------------------------------------------
@@ -250,12 +261,22 @@ def batch_norm_backward_openmp(call):
     return _batch_norm_backward(call, openmp=True)
 
 
-def _batch_norm_backward(call, openmp: bool):
+@kernel_variant("_backward_BatchNorm", BATCHNORM_RELU)
+def batch_norm_relu_backward(call):
+    """The backward of ``nn.batch_norm_relu``: dY, the relu's output gradient, masked where
+    the forward's x * scale + shift (its scale and shift from the node's state, computed as
+    the forward computed it) was not positive, as the relu's backward would have; in the
+    rows loops' passes where they apply, else by numpy first."""
+    return _batch_norm_backward(call, openmp=True, relu=True)
+
+
+def _batch_norm_backward(call, openmp: bool, relu: bool = False):
     """A training backward (is_train without use_global_stats) differentiates through the
     batch statistics of the forward (outputs mean and inverse std) and then moves the moving
     statistics, each time it runs. Otherwise the gradient is that of the moving statistics
     (MXNet's rule, even after a training forward). fix_gamma: gamma counts as 1, its gradient
-    is 0."""
+    is 0. With ``relu``: dY masked by the relu after the forward (see
+    :func:`batch_norm_relu_backward`)."""
     xp, p = call.xp, call.params
     og, mean, invstd, x, gamma, _, moving_mean, moving_var = call.inputs
     dx = call.outputs[0]
@@ -264,7 +285,8 @@ def _batch_norm_backward(call, openmp: bool):
     count = x.size // x.shape[axis]
     batch = call.is_train and not p.use_global_stats
     eps = cast_scalar(p.eps, moving_var)
-    loop = _compiled_backward(call, axis, batch, openmp)
+    affine = relu_affine(call, x.shape[axis], mean.dtype) if relu else None
+    loop = _compiled_backward(call, axis, batch, openmp, affine)
     finish = _compiled_finish(call, batch) if loop is not None else None
     update = _moving_update(xp, p, mean, invstd, moving_mean, moving_var) \
         if batch and finish is None else None
@@ -276,6 +298,10 @@ def _batch_norm_backward(call, openmp: bool):
             sum_g, sum_gx = loop(mu, inv, scale)
         else:
             g = og.astype(mean.dtype, copy=False)
+            if affine is not None:
+                pre = xp.multiply(x, affine[0].reshape(bshape), casting="unsafe")
+                xp.add(pre, affine[1].reshape(bshape), out=pre, casting="unsafe")
+                g = xp.where(pre > 0, g, g.dtype.type(0))
             xhat = (x.astype(mean.dtype, copy=False) - mu.reshape(bshape)) * inv.reshape(bshape)
             sum_g, sum_gx = g.sum(axis=reduce), (g * xhat).sum(axis=reduce)
             if call.req[0] != "null":
@@ -317,12 +343,13 @@ def _compiled_finish(call, batch: bool):
     return lambda sum_g, sum_gx: loop(sum_g, sum_gx, *args)
 
 
-def _compiled_backward(call, axis: int, batch: bool, openmp: bool = False):
+def _compiled_backward(call, axis: int, batch: bool, openmp: bool = False, affine=None):
     """``f(mean, invstd, scale)`` running BatchNorm's backward loop (:mod:`.compiled`: the
     sums and the data gradient in two passes per channel, written in place) and returning
     (sum dY, sum dY * xhat); None where it does not apply (no numba, not the host, dtypes
     other than the statistics', strided arrays). Split across threads for large data (numba's
-    with ``openmp``)."""
+    with ``openmp``). ``affine`` (the relu variant's forward scale and shift): only the rows
+    loops mask dY by it; elsewhere None (numpy's path masks)."""
     og, mean, _, x = call.inputs[:4]
     dx = call.outputs[0]
     dtype = mean.dtype
@@ -334,9 +361,15 @@ def _compiled_backward(call, axis: int, batch: bool, openmp: bool = False):
     want = call.req[0] != "null"
     stat = np.empty(x3.shape[1], dtype)
     if rows:  # channels-last data as rows (N*H*W, C), on numba's threads
+        relu = affine is not None
+        masks = affine if relu else np.zeros((2, x3.shape[1]), dtype)
         loop = compiled_for("batch_norm_rows_backward", g3, x3, stat, stat, stat, sums, dx3,
-                            batch, want, np.zeros(2, np.int64))
-        loop = None if loop is None else over_rows(loop, x3.shape)
+                            batch, want, masks, relu, np.zeros(2, np.int64))
+        if loop is not None:
+            rows_loop = over_rows(loop, x3.shape)
+            loop = lambda *args: rows_loop(*args, masks, relu)  # noqa: E731
+    elif affine is not None:
+        return None
     else:
         loop = compiled_for("batch_norm_backward_parts" if openmp else "batch_norm_backward",
                             g3, x3, stat, stat, stat, sums, dx3, batch, want,
