@@ -212,6 +212,12 @@ def test_dense_networks_with_large_maps_go_channels_last():
     seen = _layouts_seen(plan)
     assert all(len(layouts) <= 1 for layouts in seen.values()), seen
     assert seen["b1out"] == {True} and seen["b3out"] == {False}
+    # the first convolution's backward: channel-first data (the graph's input) and a
+    # channels-last dY, the data handed to oneDNN channels-last (both gradients asked)
+    ig = plan.graph.indexed
+    c0 = next(i for i, n in enumerate(ig.nodes) if n.name == "c0_backward")
+    og, x = ig.node_inputs[c0][:2]
+    assert og in plan.channels_last and x not in plan.channels_last
     _matches_native(got, want)
 
 
