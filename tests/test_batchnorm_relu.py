@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import graphexec as gx
+from classifier_steps import bind_classifier
 from graphexec.core.runtime.kernels import KERNEL_ATTR, MONITORED_KERNEL_ATTR
 
 S = gx.sym
@@ -44,18 +45,7 @@ def _separable():
 
 
 def _bind(sym, shape=(4, 6, 28, 28)):
-    exe = sym.simple_bind(gx.cpu(), backend="torch", data=shape, softmax_label=(shape[0],),
-                          grad_req={n: "null" if n == "softmax_label" else "write"
-                                    for n in sym.list_arguments()})
-    rng = np.random.default_rng(7)
-    for name, arr in list(exe.arg_dict.items()) + list(exe.aux_dict.items()):
-        if name == "softmax_label":
-            arr[...] = rng.integers(0, 5, arr.shape)
-        elif name.endswith("_var"):
-            arr[...] = rng.uniform(0.5, 1.5, arr.shape)
-        else:
-            arr[...] = rng.standard_normal(arr.shape)
-    return exe
+    return bind_classifier(sym, "torch", shape, seed=7)
 
 
 def _results(exe, steps: int = 2) -> list:

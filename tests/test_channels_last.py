@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import graphexec as gx
+from classifier_steps import bind_classifier
 from graphexec.backends.torchcpu.select import (DENSE_CHANNELS_LAST_MIN_POSITIONS,
                                                 LAYOUT_CONVERTERS, NATIVE_DEPTHWISE_MAX_POSITIONS)
 from graphexec.core.runtime.kernels import KERNEL_ATTR
@@ -48,17 +49,7 @@ def _separable(residual: bool = True):
 
 
 def _step(sym, backend: str, monitor: list | None = None, shape=(3, 2, 9, 10)):
-    exe = sym.simple_bind(gx.cpu(), backend=backend, data=shape, softmax_label=(shape[0],),
-                          grad_req={n: "null" if n == "softmax_label" else "write"
-                                    for n in sym.list_arguments()})
-    rng = np.random.default_rng(5)
-    for name, arr in list(exe.arg_dict.items()) + list(exe.aux_dict.items()):
-        if name == "softmax_label":
-            arr[...] = rng.integers(0, 5, arr.shape)
-        elif name.endswith("_var"):
-            arr[...] = rng.uniform(0.5, 1.5, arr.shape)
-        else:
-            arr[...] = rng.standard_normal(arr.shape)
+    exe = bind_classifier(sym, backend, shape, seed=5)
     if monitor is not None:
         exe.set_monitor_callback(lambda name, arr: monitor.append((name, np.array(arr))),
                                  monitor_all=True)
