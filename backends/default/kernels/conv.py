@@ -269,10 +269,14 @@ def lp_root(xp, a, pv: int):
     return xp.copysign(xp.abs(a) ** (1.0 / pv), a)
 
 
-def _max_pool(call, source, slices, out, ws):
+def _max_pool(call, source, slices, out, ws, whole=None):
     xp = call.xp
     first, rest = slices[0], slices[1:]
     if ws is None or not call.is_train:
+        if whole is not None:
+            view, axes = whole
+            return lambda: xp.max(view(source()), axis=axes, out=out)
+
         def run():
             src = source()
             xp.copyto(out, src[first])
@@ -296,7 +300,7 @@ def _max_pool(call, source, slices, out, ws):
     return tracked
 
 
-def _sum_pool(call, source, slices, out, divisor):
+def _sum_pool(call, source, slices, out, divisor, whole=None):
     """sum / avg / lp: accumulate (powers of) the window elements, float32 for float16."""
     xp, p = call.xp, call.params
     wdt = work_dtype(out.dtype)
@@ -307,9 +311,13 @@ def _sum_pool(call, source, slices, out, divisor):
         src = source()
         if pv != 1:
             xp.power(src, pv, out=src)
-        xp.copyto(acc, src[slices[0]], casting="unsafe")
-        for sl in slices[1:]:
-            xp.add(acc, src[sl], out=acc)
+        if whole is not None:
+            view, axes = whole
+            xp.sum(view(src), axis=axes, out=acc, dtype=wdt)
+        else:
+            xp.copyto(acc, src[slices[0]], casting="unsafe")
+            for sl in slices[1:]:
+                xp.add(acc, src[sl], out=acc)
         if divisor is not None:
             xp.divide(acc, divisor, out=acc)
         if pv != 1:
@@ -344,10 +352,23 @@ def pooling(call):
     if p.global_pool:
         return _global_pool(call, x, out, ws)
     slices = offset_slices(geo.kernel, geo.stride, geo.dilate, out_sp)
+    whole = _window_reduction(xp, geo, out_sp)
     if p.pool_type == "max":
         return _max_pool(call, padded_source(call, x, geo.pad, lowest(x.dtype)), slices, out,
-                         ws)
+                         ws, whole)
     lp = p.pool_type == "lp" and p.p_value != 1
     source = padded_source(call, x, geo.pad, 0, work_dtype(x.dtype) if lp else None, copy=lp)
     divisor = avg_divisor(xp, p, x.shape[2:], geo, out_sp) if p.pool_type == "avg" else None
-    return _sum_pool(call, source, slices, out, divisor)
+    return _sum_pool(call, source, slices, out, divisor, whole)
+
+
+def _window_reduction(xp, geo, out_sp: tuple):
+    """(view(src), axes): the windows of the (padded) source as a strided view whose kernel
+    axes one reduction takes, for poolings with more kernel offsets than windows (a last
+    pooling over the whole map, SqueezeNet's 13x13 average: 0.72 ms as 169 ufunc calls
+    over 1000 channels at batch 1, one call's worth as a reduction); None otherwise (the
+    offsets' strided slices, one vectorised call each over all the windows)."""
+    if math.prod(geo.kernel) <= math.prod(out_sp):
+        return None
+    axes = tuple(range(2, 2 + len(geo.kernel)))
+    return (lambda src: windows(xp, src, geo.kernel, geo.stride, geo.dilate, out_sp)), axes
