@@ -273,12 +273,12 @@ def _axis_passes(call, geo, src_shape: tuple, out_sp: tuple, dtype, combine: str
     """(scratch specs, ``f(src, out, bufs)``): the windows of ``src`` (shaped
     ``src_shape``) reduced one spatial axis at a time, the last first (``combine``
     "maximum" or "add"), each pass one ufunc call per kernel offset along its axis into a
-    scratch array in ``dtype`` (the last pass into ``out``; ``bufs`` the specs' arrays). A k x k window so costs 2k calls
-    where all its offsets cost k*k, and the passes after the first read rows of contiguous
-    partial results: per pooling
-    (batch 1) 0.54x the offsets' time for 3x3 stride-1 windows (Inception v3), 0.70-0.84x for
-    3x3 and 2x2 stride-2 ones (benchmarks/README.md). The same numbers for max; sums in
-    another order (within rounding)."""
+    scratch array in ``dtype`` (the last pass into ``out``; ``bufs`` the specs' arrays). A
+    k x k window so costs 2k calls where all its offsets cost k*k, and the passes after the
+    first read rows of contiguous partial results: per pooling (batch 1) 0.54x the offsets'
+    time for 3x3 stride-1 windows (Inception v3), 0.70-0.84x for 3x3 and 2x2 stride-2 ones
+    (benchmarks/README.md). The same numbers for max; sums in another order (within
+    rounding)."""
     xp = call.xp
     nd = len(out_sp)
     head, sp = src_shape[:2], src_shape[2:]
