@@ -756,6 +756,7 @@ _OPTIONS = {"_block_sums": ", fastmath={'reassoc'}", "_batch_norm_train_parts": 
             **{fn.__name__: ", parallel=True" for fn in WINOGRAD_LOOPS},
             **{name: ", parallel=True, fastmath={'contract'}" for name in DEPTHWISE_ROWS_PARALLEL},
             "_madd": ", fastmath={'contract'}, inline='always'",
+            "_span_madd": ", fastmath={'contract'}, inline='always'",
             "_lane_data_gradient": ", inline='always'", "_inside": ", inline='always'",
             "_dw_row": ", fastmath={'contract'}"}
 _LOOPS = {"depthwise": "_depthwise_loops", "channel_affine": "_channel_affine",

@@ -43,25 +43,34 @@ def _inside(off, count, width):  # pragma: no cover - numba's
     return max(0, -off), min(count, width - off)
 
 
+def _span_madd(dst, lead, step, xf, off, sw, ow, wd, c):  # pragma: no cover - numba's
+    """dst[j * C + k] += lead[step * j * C + k] * xf[(j * sw + off) * C + k] for the output
+    columns j < ``ow`` whose input column j * sw + off lies in the row of ``wd`` columns
+    (``xf``): one multiply-add over the whole span with stride 1, C channels at a time
+    otherwise. The forward's (``lead`` the weight's lanes, ``step`` 0: their first C
+    repeat) and the weight gradient's (``lead`` the output gradient's row, ``step`` 1)."""
+    if sw == 1:
+        j0, j1 = _inside(off, ow, wd)
+        if j1 > j0:
+            n = (j1 - j0) * c
+            k0 = step * j0 * c
+            _madd(dst[j0 * c:j0 * c + n], lead[k0:k0 + n],
+                  xf[(j0 + off) * c:(j0 + off) * c + n])
+    else:
+        fixed = lead[:c]  # step 0: the same C values for every column, sliced once
+        for j in range(ow):
+            xx = j * sw + off
+            if 0 <= xx < wd:
+                _madd(dst[j * c:j * c + c], fixed if step == 0 else lead[j * c:j * c + c],
+                      xf[xx * c:xx * c + c])
+
+
 def _dw_row(x, w, lanes, b, y, of, sw, pw, dw, a):  # pragma: no cover - numba's
     """of (one output row, OW * C) += kernel row ``a`` over input row ``y`` of image b."""
     wd, c = x.shape[2], x.shape[3]
-    ow = of.size // c
     xf = x[b, y].reshape(wd * c)
     for e in range(w.shape[1]):
-        off = e * dw - pw
-        if sw == 1:
-            j0, j1 = _inside(off, ow, wd)
-            if j1 <= j0:
-                continue
-            n = (j1 - j0) * c
-            _madd(of[j0 * c:j0 * c + n], xf[(j0 + off) * c:(j0 + off) * c + n],
-                  lanes[a, e, :n])
-        else:
-            for j in range(ow):
-                xx = j * sw + off
-                if 0 <= xx < wd:
-                    _madd(of[j * c:j * c + c], xf[xx * c:xx * c + c], w[a, e])
+        _span_madd(of, lanes[a, e], 0, xf, e * dw - pw, sw, of.size // c, wd, c)
 
 
 def _dw_forward(x, w, bias, out, sh, sw, ph, pw, dh, dw):  # pragma: no cover - numba's
@@ -69,7 +78,7 @@ def _dw_forward(x, w, bias, out, sh, sw, ph, pw, dh, dw):  # pragma: no cover - 
     * w[a, e, c] + bias[c] (zero outside the input)."""
     n, h = x.shape[0], x.shape[1]
     oh, ow, c = out.shape[1], out.shape[2], out.shape[3]
-    lanes = _dw_lanes(w, ow if sw == 1 else 0)
+    lanes = _dw_lanes(w, ow if sw == 1 else 1)
     start = _dw_lanes(bias.reshape(1, 1, c), ow)[0, 0]
     for r in prange(n * oh):
         b, i = r // oh, r % oh
@@ -133,21 +142,7 @@ def _dw_weight_gradient(g, x, dwt, sh, sw, ph, pw, dh, dw, bounds):  # pragma: n
                     continue
                 xf = x[b, y].reshape(wd * c)
                 for e in range(kw):
-                    off = e * dw - pw
-                    if sw == 1:
-                        j0, j1 = _inside(off, ow, wd)
-                        if j1 <= j0:
-                            continue
-                        m = (j1 - j0) * c
-                        _madd(acc[p, a, e, :m], gf[j0 * c:j0 * c + m],
-                              xf[(j0 + off) * c:(j0 + off) * c + m])
-                    else:
-                        ac = acc[p, a, e]
-                        for j in range(ow):
-                            xx = j * sw + off
-                            if 0 <= xx < wd:
-                                _madd(ac[j * c:j * c + c], gf[j * c:j * c + c],
-                                      xf[xx * c:xx * c + c])
+                    _span_madd(acc[p, a, e], gf, 1, xf, e * dw - pw, sw, ow, wd, c)
     for a in range(kh):
         for e in range(kw):
             total = np.zeros(c)
@@ -160,6 +155,6 @@ def _dw_weight_gradient(g, x, dwt, sh, sw, ph, pw, dh, dw, bounds):  # pragma: n
 
 #: the loops in definition order (a loop calls the ones before it); the three last run
 #: on numba's threads
-FUNCTIONS = (_dw_lanes, _madd, _inside, _dw_row, _dw_forward, _dw_data_gradient,
+FUNCTIONS = (_dw_lanes, _madd, _inside, _span_madd, _dw_row, _dw_forward, _dw_data_gradient,
              _dw_weight_gradient)
 PARALLEL = ("_dw_forward", "_dw_data_gradient", "_dw_weight_gradient")
