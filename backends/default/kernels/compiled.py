@@ -518,6 +518,14 @@ def _run_width(c):  # pragma: no cover - numba's
     return max(1, RUN_LANES // c) * c
 
 
+def _tile(values, lanes):  # pragma: no cover - numba's
+    """lanes[i] = values[i % C] (C = values.size, cast to the lanes' type): per-channel
+    values over a run of whole channels-last rows."""
+    c = values.size
+    for i in range(lanes.size):
+        lanes[i] = values[i % c]
+
+
 def _rows_moments(x, r0, r1, states, lanes):  # pragma: no cover - numba's
     """states[c] = (count, mean, squared deviations) of channel c over rows [r0, r1) of x
     (R, C), channels-last data: runs of whole rows as lanes (lane i is channel i % C), in
@@ -564,9 +572,8 @@ def _rows_affine(x, scale, shift, out, r0, r1, lanes, relu):  # pragma: no cover
     width = _run_width(c)
     xf, of = x.reshape(x.size), out.reshape(out.size)
     s_lanes, t_lanes = lanes[0, :width], lanes[1, :width]
-    for i in range(width):
-        s_lanes[i] = scale[i % c]
-        t_lanes[i] = shift[i % c]
+    _tile(scale, s_lanes)
+    _tile(shift, t_lanes)
     start, end = r0 * c, r1 * c
     runs = (end - start) // width
     for q in range(runs):
@@ -614,15 +621,6 @@ def _rows_affine_parts(x, scale, shift, out, relu, bounds):  # pragma: no cover 
         _rows_affine(x, scale, shift, out, bounds[j], bounds[j + 1], lanes[j], relu)
 
 
-def _relu_lanes(affine, lanes, width):  # pragma: no cover - numba's
-    """lanes[0], lanes[1] = the forward's per-lane scale and shift (``affine`` (2, C)) for
-    the relu masks (:func:`_lane_data_gradient`)."""
-    c = affine.shape[1]
-    for i in range(width):
-        lanes[0, i] = affine[0, i % c]
-        lanes[1, i] = affine[1, i % c]
-
-
 def _rows_gradient_sums(g, x, mean, sums, r0, r1, lanes, affine,
                         relu):  # pragma: no cover - numba's
     """sums[c] = (sum dY, sum dY * (x - mean[c])) in float64 over rows [r0, r1) of (R, C)
@@ -635,9 +633,9 @@ def _rows_gradient_sums(g, x, mean, sums, r0, r1, lanes, affine,
     fs, ft = lanes[3, :width], lanes[4, :width]
     zero = g.dtype.type(0)
     if relu:
-        _relu_lanes(affine, lanes[3:5], width)
-    for i in range(width):
-        shifts[i] = x.dtype.type(mean[i % c])
+        _tile(affine[0], fs)
+        _tile(affine[1], ft)
+    _tile(mean, shifts)
     sums[:] = 0
     start, end = r0 * c, r1 * c
     runs = (end - start) // width
@@ -682,12 +680,12 @@ def _rows_data_gradient(g, x, mean, offset, slope, scale, dx, batch, r0, r1, lan
         lanes[3, :width]
     fs, ft = lanes[4, :width], lanes[5, :width]
     if relu:
-        _relu_lanes(affine, lanes[4:6], width)
-    for i in range(width):
-        shifts[i] = x.dtype.type(mean[i % c])
-        offsets[i] = offset[i % c]
-        slopes[i] = slope[i % c]
-        scales[i] = scale[i % c]
+        _tile(affine[0], fs)
+        _tile(affine[1], ft)
+    _tile(mean, shifts)
+    _tile(offset, offsets)
+    _tile(slope, slopes)
+    _tile(scale, scales)
     start, end = r0 * c, r1 * c
     runs = (end - start) // width
     for q in range(runs):
@@ -742,7 +740,7 @@ _FUNCTIONS = (_depthwise_flat, _depthwise_loops, _block_sums, _lane_sums, _lane_
               _channel_affine,
               _batch_norm_train, _gradient_sums, _data_gradient, _batch_norm_backward,
               _batch_norm_finish, _batch_norm_train_parts, _batch_norm_backward_parts,
-              _run_width, _relu_lanes, _rows_moments, _rows_affine, _rows_train_parts,
+              _run_width, _tile, _rows_moments, _rows_affine, _rows_train_parts,
               _rows_affine_parts, _rows_gradient_sums, _rows_data_gradient, _rows_backward_parts,
               *WINOGRAD_LOOPS, *DEPTHWISE_ROWS_LOOPS)
 #: the options beyond caching and nogil: the one fast-math flag of the block sums (see
