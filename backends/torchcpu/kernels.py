@@ -230,7 +230,7 @@ def convolution_backward(call):
     fragile = (x.shape[1] < ONEDNN_LAST_MIN_CHANNELS and all(k == 1 for k in geo.kernel)
                and any(s > 1 for s in geo.stride))
     risky = fragile and _stored_channels_last(x)
-    data_to_last = (not fragile and _stored_channels_last(og) and x.dim() == 4
+    data_to_last = (not fragile and _stored_channels_last(og)
                     and not _stored_channels_last(x))
     last = load_torch().channels_last
 
@@ -443,6 +443,22 @@ def mkl_products() -> bool:
     return load_torch().backends.mkl.is_available() and _cpu_vendor() == "GenuineIntel"
 
 
+def _product(a, b, out, bias=None):
+    """``f()``: out = a @ b (+ bias) for 2-D host arrays, on the library
+    :func:`mkl_products` picks: MKL's sgemm through PyTorch, else numpy's OpenBLAS with the
+    rows split across threads that each run BLAS on one thread
+    (:func:`~graphexec.core.runtime.blas_threads.matmul_rows`)."""
+    if not mkl_products():
+        from graphexec.core.runtime.blas_threads import matmul_rows
+        return lambda: matmul_rows(np, a, b, out, bias=bias)
+    torch = load_torch()
+    ta, tb, tout = _t(a), _t(b), _t(out)
+    if bias is None:
+        return lambda: torch.mm(ta, tb, out=tout)
+    tbias = _t(bias)
+    return lambda: torch.addmm(tbias, ta, tb, out=tout)
+
+
 def _fc_rows(p, x, w) -> tuple[int, int]:
     """(rows, K): the FullyConnected data ``x`` as a (rows, K) matrix."""
     rows = x.shape[0] if p.flatten else int(np.prod(x.shape[:-1]))
@@ -451,52 +467,31 @@ def _fc_rows(p, x, w) -> tuple[int, int]:
 
 @_kernel("FullyConnected")
 def fully_connected(call):
-    """out = data (flattened to 2-D, or over its last axis) @ weight.T + bias: by MKL's
-    sgemm through PyTorch where :func:`mkl_products` says so (its threads are PyTorch's own
-    OpenMP pool), else by numpy's OpenBLAS with the rows split across threads that each run
-    BLAS on one thread (:func:`~graphexec.core.runtime.blas_threads.matmul_rows`):
-    OpenBLAS's own idle threads spin for a while after a call, taking the cores PyTorch's
-    next kernels need (ATen's softmax right after a 1120 x 10000 product: 48 ms against
-    28 ms, benchmarks/README.md)."""
-    from graphexec.core.runtime.blas_threads import matmul_rows
+    """out = data (flattened to 2-D, or over its last axis) @ weight.T + bias
+    (:func:`_product`: MKL's threads are PyTorch's own OpenMP pool; OpenBLAS's idle threads
+    spin for a while after a call, taking the cores PyTorch's next kernels need, ATen's
+    softmax right after a 1120 x 10000 product: 48 ms against 28 ms, benchmarks/README.md,
+    hence its rows on the kernel's own threads)."""
     p = call.params
     rows, k = _fc_rows(p, call.inputs[0], call.inputs[1])
-    x, wt = call.inputs[0].reshape(rows, k), call.inputs[1].T
-    out = call.outputs[0].reshape(rows, p.num_hidden)
-    bias = None if p.no_bias else call.inputs[2]
-    if not mkl_products():
-        return lambda: matmul_rows(np, x, wt, out, bias=bias)
-    torch = load_torch()
-    tx, twt, tout = _t(x), _t(wt), _t(out)
-    if bias is None:
-        return lambda: torch.mm(tx, twt, out=tout)
-    tb = _t(bias)
-    return lambda: torch.addmm(tb, tx, twt, out=tout)
+    return _product(call.inputs[0].reshape(rows, k), call.inputs[1].T,
+                    call.outputs[0].reshape(rows, p.num_hidden),
+                    None if p.no_bias else call.inputs[2])
 
 
 @_kernel("_backward_FullyConnected")
 def fully_connected_backward(call):
-    """dX = dY @ W and dW = dY^T @ X (MKL or OpenBLAS as the forward product, see
-    :func:`mkl_products`); db the sum of dY over rows."""
-    from graphexec.core.runtime.blas_threads import matmul_rows
+    """dX = dY @ W and dW = dY^T @ X (:func:`_product`, as the forward); db the sum of dY
+    over rows."""
     p = call.params
     rows, k = _fc_rows(p, call.inputs[1], call.inputs[2])
     og = call.inputs[0].reshape(rows, p.num_hidden)
     x, w = call.inputs[1].reshape(rows, k), call.inputs[2]
-    products = []
-    if call.req[0] != "null":
-        products.append((og, w, call.outputs[0].reshape(rows, k)))
-    if call.req[1] != "null":
-        products.append((og.T, x, call.outputs[1]))
     steps = []
-    if mkl_products():
-        mm = load_torch().mm
-        for a, b, out in products:
-            ta, tb, tout = _t(a), _t(b), _t(out)
-            steps.append(lambda ta=ta, tb=tb, tout=tout: mm(ta, tb, out=tout))
-    else:
-        for a, b, out in products:
-            steps.append(lambda a=a, b=b, out=out: matmul_rows(np, a, b, out))
+    if call.req[0] != "null":
+        steps.append(_product(og, w, call.outputs[0].reshape(rows, k)))
+    if call.req[1] != "null":
+        steps.append(_product(og.T, x, call.outputs[1]))
     if not p.no_bias and call.req[2] != "null":
         db = call.outputs[2]
         steps.append(lambda: np.add.reduce(og, axis=0, out=db))

@@ -19,7 +19,8 @@ import numpy as np
 
 from graphexec.core.ir.errors import GraphexecError
 from graphexec.core.ir.graph import Entry, Graph, Node
-from graphexec.core.ops.conv import channel_last, conv_geometry, pool_geometry, winograd_tiles
+from graphexec.core.ops.conv import (channel_last, conv_geometry, conv_out_size, pool_geometry,
+                                     winograd_tiles)
 from graphexec.core.passes import plan_memory
 from graphexec.core.runtime.blas_threads import PRODUCT_ATTR
 from graphexec.core.runtime.kernels import KERNEL_ATTR, MONITORED_KERNEL_ATTR, kernel_registry
@@ -267,10 +268,7 @@ def _native_depthwise(p, in_shapes: list) -> bool:
     if not p.num_group == data[1] == p.num_filter > 1:
         return False
     geo = conv_geometry(p)
-    positions = 1
-    for size, pad, dilate, kernel, stride in zip(data[2:], geo.pad, geo.dilate, geo.kernel,
-                                                 geo.stride):
-        positions *= max(0, (size + 2 * pad - dilate * (kernel - 1) - 1) // stride + 1)
+    positions = math.prod(conv_out_size(x, i, geo) for i, x in enumerate(data[2:]))
     return (positions <= NATIVE_DEPTHWISE_MAX_POSITIONS
             and _native_variant(OPENMP, "Convolution"))
 
@@ -422,13 +420,15 @@ def batch_norm_relu_nodes(graph: Graph, chosen: dict[int, str], layout: set[int]
     def only_reader(e: int) -> int | None:
         return readers[e][0] if len(readers[e]) == 1 and e not in outputs else None
     fused: set[int] = set()
-    shapes = graph.attrs["shape"]
+    shapes, dtypes = graph.attrs["shape"], graph.attrs["dtype"]
     for bn, node in enumerate(ig.nodes):
+        out = ig.row_ptr[bn]
         if (node.op is None or node.op.name != "BatchNorm" or chosen.get(bn) != OPENMP
                 or bn not in layout or node.params.axis % 4 != 1
-                or 4 * math.prod(shapes[ig.row_ptr[bn]]) < plan_memory.INPLACE_MIN_BYTES):
+                or np.dtype(dtypes[out]).itemsize * math.prod(shapes[out])
+                < plan_memory.INPLACE_MIN_BYTES):
             continue
-        relu = only_reader(ig.row_ptr[bn])
+        relu = only_reader(out)
         if (relu is None or chosen.get(relu) != NAME or ig.nodes[relu].op.name != "Activation"
                 or ig.nodes[relu].params.act_type != "relu"):
             continue

@@ -16,7 +16,8 @@ from .nn import OptBool, OptEnum, PositiveInt
 
 __all__ = ["Geometry", "conv_geometry", "winograd_tiles", "WinogradTiles", "deconv_pads",
            "deconv_adjustments", "pool_geometry",
-           "pool_count_region", "to_channel_first", "channel_last", "pool_outputs"]
+           "pool_count_region", "to_channel_first", "channel_last", "pool_outputs",
+           "conv_out_size"]
 
 _LAYOUTS = {1: ("NCW", "NWC"), 2: ("NCHW", "NHWC"), 3: ("NCDHW", "NDHWC")}
 _CONV_DATA = {1: "3D in batch-num_filter-x", 2: "4D in batch-num_filter-y-x",
@@ -121,7 +122,9 @@ def _data_nc(data: tuple, geo: Geometry, text: dict, op: str) -> tuple:
     return to_channel_first(data, geo.last)
 
 
-def _conv_out(x: int, axis: int, geo: Geometry) -> int:
+def conv_out_size(x: int, axis: int, geo: Geometry) -> int:
+    """The output size along spatial ``axis`` of a convolution over ``x`` input positions
+    (-1 for an unknown ``x``); InferError when the dilated kernel does not fit."""
     k, s, d, pad = geo.kernel[axis], geo.stride[axis], geo.dilate[axis], geo.pad[axis]
     dk = d * (k - 1) + 1
     if x < 0:
@@ -158,7 +161,7 @@ def _conv_shape(p, ins, outs):
     assign(ins, 1, from_channel_first((p.num_filter, cg, *geo.kernel), geo.last))
     if not p.no_bias:
         assign(ins, 2, (p.num_filter,))
-    out = (n, p.num_filter, *(_conv_out(x, i, geo) for i, x in enumerate(sp)))
+    out = (n, p.num_filter, *(conv_out_size(x, i, geo) for i, x in enumerate(sp)))
     assign(outs, 0, from_channel_first(out, geo.last), "out")
 
 
