@@ -284,34 +284,43 @@ def _axis_passes(call, geo, src_shape: tuple, out_sp: tuple, dtype, combine: str
     head, sp = src_shape[:2], src_shape[2:]
     specs = {f"axis{d}": ((*head, *sp[:d], *out_sp[d:]), dtype) for d in range(1, nd)}
     fold = getattr(xp, combine)
+    # per pass, the last axis first: the scratch it writes (None: ``out``) and the slices
+    # of its kernel offsets along its axis
+    passes = [(f"axis{d}" if d else None,
+               [(slice(None),) * (2 + d) + (slice(b * dil, b * dil + s * (n - 1) + 1, s),)
+                for b in range(k)])
+              for d, k, s, dil, n in reversed(list(zip(range(nd), geo.kernel, geo.stride,
+                                                       geo.dilate, out_sp)))]
 
     def run(src, out, bufs):
-        for d in range(nd - 1, -1, -1):
-            dst = out if d == 0 else bufs[f"axis{d}"]
-            k, s, dil, n = geo.kernel[d], geo.stride[d], geo.dilate[d], out_sp[d]
-            for b in range(k):
-                sl = [slice(None)] * (2 + nd)
-                sl[2 + d] = slice(b * dil, b * dil + s * (n - 1) + 1, s)
-                if b == 0:
-                    xp.copyto(dst, src[tuple(sl)], casting="unsafe")
-                else:
-                    fold(dst, src[tuple(sl)], out=dst)
+        for name, slices in passes:
+            dst = bufs[name] if name else out
+            xp.copyto(dst, src[slices[0]], casting="unsafe")
+            for sl in slices[1:]:
+                fold(dst, src[sl], out=dst)
             src = dst
     return specs, run
 
 
-def _max_pool(call, source, slices, out, ws, whole=None, passes=None):
+def _max_pool(call, source, out, whole, passes):
+    """Max pooling by one reduction over the windows (``whole``) or axis by axis
+    (``passes``)."""
+    xp = call.xp
+    if whole is not None:
+        view, axes = whole
+        return lambda: xp.max(view(source()[0]), axis=axes, out=out)
+
+    def run():
+        src, bufs = source()
+        passes(src, out, bufs)
+    return run
+
+
+def _tracked_max_pool(call, source, out, ws, slices):
+    """Max pooling in training: one kernel offset at a time, the workspace ``ws`` receiving
+    each window's first maximum's offset (read by the backward)."""
     xp = call.xp
     first, rest = slices[0], slices[1:]
-    if ws is None or not call.is_train:
-        if whole is not None:
-            view, axes = whole
-            return lambda: xp.max(view(source()[0]), axis=axes, out=out)
-
-        def run():
-            src, bufs = source()
-            passes(src, out, bufs)
-        return run
     better = xp.empty(out.shape, dtype=bool)
     step = xp.empty(out.shape, dtype=ws.dtype)
 
@@ -329,7 +338,7 @@ def _max_pool(call, source, slices, out, ws, whole=None, passes=None):
     return tracked
 
 
-def _sum_pool(call, source, out, divisor, whole=None, passes=None):
+def _sum_pool(call, source, out, divisor, whole, passes):
     """sum / avg / lp: accumulate (powers of) the window elements, float32 for float16, by
     one reduction over the windows (``whole``) or axis by axis (``passes``)."""
     xp, p = call.xp, call.params
@@ -387,18 +396,21 @@ def pooling(call):
     ws = call.outputs[1] if len(call.outputs) > 1 else None
     if p.global_pool:
         return _global_pool(call, x, out, ws)
-    slices = offset_slices(geo.kernel, geo.stride, geo.dilate, out_sp)
-    whole = _window_reduction(xp, geo, out_sp)
-    src_shape = padded_shape(x.shape, geo.pad) if _has_pad(geo.pad) else x.shape
+    # max pooling in training records each window's first maximum: one offset at a time
     tracked = p.pool_type == "max" and ws is not None and call.is_train
+    whole = None if tracked else _window_reduction(xp, geo, out_sp)
     specs, passes = {}, None
     if whole is None and not tracked:
+        src_shape = padded_shape(x.shape, geo.pad) if _has_pad(geo.pad) else x.shape
         dtype = x.dtype if p.pool_type == "max" else work_dtype(x.dtype)
         specs, passes = _axis_passes(call, geo, src_shape, out_sp, dtype,
                                      "maximum" if p.pool_type == "max" else "add")
     if p.pool_type == "max":
-        return _max_pool(call, padded_source(call, x, geo.pad, lowest(x.dtype), extra=specs),
-                         slices, out, ws, whole, passes)
+        source = padded_source(call, x, geo.pad, lowest(x.dtype), extra=specs)
+        if tracked:
+            return _tracked_max_pool(call, source, out, ws,
+                                     offset_slices(geo.kernel, geo.stride, geo.dilate, out_sp))
+        return _max_pool(call, source, out, whole, passes)
     lp = p.pool_type == "lp" and p.p_value != 1
     source = padded_source(call, x, geo.pad, 0, work_dtype(x.dtype) if lp else None, copy=lp,
                            extra=specs)
