@@ -361,16 +361,16 @@ def _compiled_backward(call, axis: int, batch: bool, openmp: bool = False, affin
     want = call.req[0] != "null"
     stat = np.empty(x3.shape[1], dtype)
     if rows:  # channels-last data as rows (N*H*W, C), on numba's threads
-        relu = affine is not None
-        masks = affine if relu else np.zeros((2, x3.shape[1]), dtype)
+        # the relu's mask: the forward's scale and shift (unused without ``affine``)
+        extra = (np.zeros((2, x3.shape[1]), dtype) if affine is None else affine,
+                 affine is not None)
         loop = compiled_for("batch_norm_rows_backward", g3, x3, stat, stat, stat, sums, dx3,
-                            batch, want, masks, relu, np.zeros(2, np.int64))
-        if loop is not None:
-            rows_loop = over_rows(loop, x3.shape)
-            loop = lambda *args: rows_loop(*args, masks, relu)  # noqa: E731
+                            batch, want, *extra, np.zeros(2, np.int64))
+        loop = None if loop is None else over_rows(loop, x3.shape)
     elif affine is not None:
         return None
     else:
+        extra = ()
         loop = compiled_for("batch_norm_backward_parts" if openmp else "batch_norm_backward",
                             g3, x3, stat, stat, stat, sums, dx3, batch, want,
                             *channel_range(x3.shape[1], openmp))
@@ -381,7 +381,7 @@ def _compiled_backward(call, axis: int, batch: bool, openmp: bool = False, affin
     def run(mu, inv, scale):
         # the moving statistics (global stats) may come in another float type
         loop(g3, x3, mu.astype(dtype, copy=False), inv.astype(dtype, copy=False),
-             scale.astype(dtype, copy=False), sums, dx3, batch, want)
+             scale.astype(dtype, copy=False), sums, dx3, batch, want, *extra)
         return sums[:, 0], sums[:, 1]
     return run
 
