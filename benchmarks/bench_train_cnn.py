@@ -10,12 +10,15 @@ common.MXNetWorker):
   35 steps).
 
 One train step is forward(is_train=True) + backward() of every parameter; each strategy
-named in ``--strategies`` is bound once and timed in turn with MXNet. The ratio to MXNet is
+named in ``--strategies`` is bound once and timed in turn with MXNet, each turn after an idle
+pause (common.SETTLE). ``--steps N`` runs N steps back to back in each turn: the first one,
+right after the pause (threads asleep, caches holding the other process's data), and the
+mean of the others (a training loop's steady state) are reported apart. The ratio to MXNet is
 the estimate over the rounds' own ratios with its 95% interval (common.paired_ratio).
 Parameters are uniform in +-0.05 on both sides (the same symbol JSON, written by graphexec).
 
 Run: OMP_NUM_THREADS=2 python benchmarks/bench_train_cnn.py [resnet18,mobilenet,lstm]
-     --mxnet /path/to/mxvenv/bin/python [--strategies "NONE;torch"] [--repeat 7]
+     --mxnet /path/to/mxvenv/bin/python [--strategies "NONE;torch"] [--repeat 7] [--steps 1]
 """
 from __future__ import annotations
 
@@ -91,18 +94,22 @@ def run(model: str, opts, tmp: str) -> None:
     kinds = {name: "train" for name in fns}
     for fn in fns.values():  # warm up: kernels made, caches filled
         fn()
-    samples = alternating_samples(fns, mx, kinds, opts.repeat)
+    samples = alternating_samples(fns, mx, kinds, opts.repeat, opts.steps)
     print(f"{model}: {shapes}, threads {opts.threads}, "
-          f"median of {opts.repeat}:")
-    ref = samples.get("mxnet train")
-    for name, got in samples.items():
-        if name.startswith("mxnet "):
-            continue
-        ratio = f"   / MXNet {paired_ratio(got, ref)}" if ref else ""
-        print(f"  {name:24s} {statistics.median(got) * 1e3:9.1f} ms{ratio}", flush=True)
-    if ref:
-        print(f"  {'MXNet 1.9.1 train step':24s} {statistics.median(ref) * 1e3:9.1f} ms   "
-              f"(timed in alternation)")
+          f"median of {opts.repeat}" + (f", {opts.steps} steps a turn" if opts.steps > 1 else "")
+          + ":")
+    for suffix, what in [("", "after idle" if opts.steps > 1 else "")] + (
+            [(" steady", f"steps 2-{opts.steps}, back to back")] if opts.steps > 1 else []):
+        ref = samples.get("mxnet train" + suffix)
+        for name in fns:
+            got = samples[name + suffix]
+            ratio = f"   / MXNet {paired_ratio(got, ref)}" if ref else ""
+            print(f"  {name:24s} {statistics.median(got) * 1e3:9.1f} ms{ratio}   {what}".rstrip(),
+                  flush=True)
+        if ref:
+            print(f"  {'MXNet 1.9.1 train step':24s} {statistics.median(ref) * 1e3:9.1f} ms   "
+                  f"{what}{', ' if what else ''}timed in alternation")
+    if mx:
         mx.close()
 
 
@@ -113,6 +120,9 @@ def main() -> None:
     ap.add_argument("--strategies", default="NONE;torch",
                     help="strategies (bind backends) separated by ';'")
     ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--steps", type=int, default=1,
+                    help="steps run back to back in each turn: the first is timed right "
+                         "after the idle pause, the others' mean as the steady state")
     add_mxnet_backend(ap)
     opts = ap.parse_args()
     opts.threads = int(os.environ.get("OMP_NUM_THREADS", "2"))

@@ -97,23 +97,38 @@ def add_mxnet_backend(ap) -> None:
 
 
 def alternating_samples(fns: dict[str, Callable[[], object]], worker: "MXNetWorker | None",
-                        kinds: dict[str, str], repeat: int) -> dict[str, list[float]]:
+                        kinds: dict[str, str], repeat: int, calls: int = 1
+                        ) -> dict[str, list[float]]:
     """Seconds of each graphexec function and, with a worker, of MXNet's call of the kind
     ``kinds`` names for it (key ``mxnet <kind>``), ``repeat`` rounds taken in turn, each
-    call after :data:`SETTLE` idle seconds: sample ``i`` of every key is from round ``i``."""
-    times: dict[str, list[float]] = {k: [] for k in fns}
-    if worker is not None:
-        times.update({f"mxnet {k}": [] for k in set(kinds.values())})
-    for _ in range(repeat):
-        for name, fn in fns.items():
-            time.sleep(SETTLE)
+    turn after :data:`SETTLE` idle seconds: sample ``i`` of every key is from round ``i``.
+    A turn makes ``calls`` calls back to back: the keys above time the first (right after
+    the idle seconds); with ``calls`` > 1 the key ``<key> steady`` holds the mean of the
+    others in each round (a loop's steady state: threads awake, caches holding its data)."""
+    keys = list(fns) + ([f"mxnet {k}" for k in sorted(set(kinds.values()))] if worker else [])
+    times: dict[str, list[float]] = {k: [] for k in keys}
+    if calls > 1:
+        times.update({f"{k} steady": [] for k in keys})
+
+    def turn(key: str, call: Callable[[], float]) -> None:
+        time.sleep(SETTLE)
+        got = [call() for _ in range(calls)]
+        times[key].append(got[0])
+        if calls > 1:
+            times[f"{key} steady"].append(statistics.mean(got[1:]))
+
+    def timed(fn: Callable[[], object]) -> Callable[[], float]:
+        def call() -> float:
             t0 = time.perf_counter()
             fn()
-            times[name].append(time.perf_counter() - t0)
+            return time.perf_counter() - t0
+        return call
+    for _ in range(repeat):
+        for name, fn in fns.items():
+            turn(name, timed(fn))
         if worker is not None:
             for kind in sorted(set(kinds.values())):
-                time.sleep(SETTLE)
-                times[f"mxnet {kind}"].append(worker.time(kind))
+                turn(f"mxnet {kind}", lambda kind=kind: worker.time(kind))
     return times
 
 

@@ -271,26 +271,32 @@ def lp_root(xp, a, pv: int):
 
 def _axis_passes(call, geo, src_shape: tuple, out_sp: tuple, dtype, combine: str):
     """(scratch specs, ``f(src, out, bufs)``): the windows of ``src`` (shaped
-    ``src_shape``) reduced one spatial axis at a time, the last first (``combine``
-    "maximum" or "add"), each pass one ufunc call per kernel offset along its axis into a
-    scratch array in ``dtype`` (the last pass into ``out``; ``bufs`` the specs' arrays). A
-    k x k window so costs 2k calls where all its offsets cost k*k, and the passes after the
-    first read rows of contiguous partial results: per pooling (batch 1) 0.54x the offsets'
-    time for 3x3 stride-1 windows (Inception v3), 0.70-0.84x for 3x3 and 2x2 stride-2 ones
-    (benchmarks/README.md). The same numbers for max; sums in another order (within
-    rounding)."""
+    ``src_shape``) reduced one spatial axis at a time (``combine`` "maximum" or "add"), each
+    pass one ufunc call per kernel offset along its axis into a scratch array in ``dtype``
+    (the last pass into ``out``; ``bufs`` the specs' arrays). A k x k window so costs 2k
+    calls where all its offsets cost k*k: per pooling (batch 1) 0.54x the offsets' time for
+    3x3 stride-1 windows (Inception v3), 0.70-0.84x for 3x3 and 2x2 stride-2 ones. The
+    last axis goes first, unless its stride is above 1: then the first axis goes first, so
+    that the first pass reads whole contiguous rows and only the smaller partial result is
+    read with the stride (3x3 stride-2 max pooling 0.78-0.86x the time of the other order,
+    SqueezeNet's and ResNet's; benchmarks/README.md). The same numbers for max; sums in
+    another order (within rounding)."""
     xp = call.xp
     nd = len(out_sp)
-    head, sp = src_shape[:2], src_shape[2:]
-    specs = {f"axis{d}": ((*head, *sp[:d], *out_sp[d:]), dtype) for d in range(1, nd)}
+    head = src_shape[:2]
+    order = list(range(nd)) if geo.stride[-1] > 1 else list(reversed(range(nd)))
+    shape = list(src_shape[2:])
+    specs, passes = {}, []
+    for step, d in enumerate(order):
+        shape[d] = out_sp[d]
+        # the scratch this pass writes (None: ``out``) and its kernel offsets' slices
+        name = f"pass{step}" if step < nd - 1 else None
+        if name:
+            specs[name] = ((*head, *shape), dtype)
+        stride, dil, span = geo.stride[d], geo.dilate[d], geo.stride[d] * (out_sp[d] - 1) + 1
+        passes.append((name, [(slice(None),) * (2 + d) + (slice(b * dil, b * dil + span, stride),)
+                              for b in range(geo.kernel[d])]))
     fold = getattr(xp, combine)
-    # per pass, the last axis first: the scratch it writes (None: ``out``) and the slices
-    # of its kernel offsets along its axis
-    passes = [(f"axis{d}" if d else None,
-               [(slice(None),) * (2 + d) + (slice(b * dil, b * dil + s * (n - 1) + 1, s),)
-                for b in range(k)])
-              for d, k, s, dil, n in reversed(list(zip(range(nd), geo.kernel, geo.stride,
-                                                       geo.dilate, out_sp)))]
 
     def run(src, out, bufs):
         for name, slices in passes:
