@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from graphexec.core.hookspecs import hookimpl
 
+from .fusion import batch_norm_relu_pass
 from .kernels import INPLACE, load_all, load_variants
 from .subgraph import make_backend, make_backend_v2
 
-__all__ = ["graphexec_register_kernels", "graphexec_register_subgraph_backends"]
+__all__ = ["graphexec_register_kernels", "graphexec_register_passes",
+           "graphexec_register_subgraph_backends"]
 
 
 @hookimpl
@@ -26,3 +28,10 @@ def graphexec_register_subgraph_backends(register) -> None:
     """The ``default`` and ``default_v2`` subgraph backends (MXNet's test backends)."""
     register("default", make_backend)
     register("default_v2", make_backend_v2)
+
+
+@hookimpl
+def graphexec_register_passes(register) -> None:
+    """The native BatchNorm + relu fusion (``fusion.py``), after the gradient pass."""
+    register("native_batch_norm_relu", requires=("shape", "dtype"),
+             stage="after_gradient")(batch_norm_relu_pass)

@@ -18,7 +18,7 @@ import math
 import numpy as np
 
 from graphexec.core.ir.errors import GraphexecError
-from graphexec.core.ir.graph import Entry, Graph, Node
+from graphexec.core.ir.graph import Graph
 from graphexec.core.ops.conv import (channel_last, conv_geometry, conv_out_size, pool_geometry,
                                      winograd_tiles)
 from graphexec.core.passes import plan_memory
@@ -449,32 +449,21 @@ def _marked(graph: Graph, chosen: dict[int, str]) -> Graph:
     """A copy of ``graph`` whose ``chosen`` nodes carry the kernel attribute naming their
     variant (BATCHNORM_RELU for :func:`batch_norm_relu_nodes`, their choice kept for a
     watched executor), the Winograd ones PyTorch's batched product too, and the nodes of
-    :func:`channels_last_nodes` the layout attribute (same structure, so the entry-indexed
-    attributes stay valid; variables are shared, not copied)."""
-    ig = graph.indexed
+    :func:`channels_last_nodes` the layout attribute (``Graph.with_node_attrs``)."""
     layout = channels_last_nodes(graph, chosen)
     fused = batch_norm_relu_nodes(graph, chosen, layout)
-    new: list[Node] = []
-    for nid, node in enumerate(ig.nodes):
-        if node.op is None:
-            new.append(node)
-            continue
-        attrs = node.attrs
+    updates: dict[int, dict] = {}
+    for nid in set(chosen) | layout:
+        attrs = updates[nid] = {}
         if nid in chosen:
-            attrs = {**attrs, KERNEL_ATTR: chosen[nid]}
+            attrs[KERNEL_ATTR] = chosen[nid]
             if chosen[nid] == WINOGRAD:
                 attrs[PRODUCT_ATTR] = NAME
         if nid in fused:  # a monitor sees each node's own outputs: the plain choice then
             attrs.update({KERNEL_ATTR: BATCHNORM_RELU, MONITORED_KERNEL_ATTR: chosen[nid]})
         if nid in layout:
-            attrs = {**attrs, LAYOUT_ATTR: CHANNELS_LAST}
-        copy_ = Node(node.op, node.name, attrs, node.params,
-                     [Entry(new[ig.node_id[id(e.node)]], e.index, e.version) for e in node.inputs],
-                     [new[ig.node_id[id(d)]] for d in node.control_deps], node.subgraphs)
-        copy_.version = node.version
-        new.append(copy_)
-    outputs = [Entry(new[ig.node_id[id(e.node)]], e.index, e.version) for e in graph.outputs]
-    out = Graph(outputs, graph.attrs)
-    if [n.name for n in out.indexed.nodes] != [n.name for n in ig.nodes]:
+            attrs[LAYOUT_ATTR] = CHANNELS_LAST
+    out = graph.with_node_attrs(updates)
+    if [n.name for n in out.indexed.nodes] != [n.name for n in graph.indexed.nodes]:
         raise GraphexecError("torch strategy: the marked graph lost the node order")
     return out

@@ -199,3 +199,29 @@ class Graph:
         merged = dict(self.attrs)
         merged.update(attrs)
         return Graph(self.outputs, merged, self._indexed)
+
+    def with_node_attrs(self, updates: dict[int, dict[str, str]]) -> "Graph":
+        """A copy whose operator nodes ``updates`` names (by node id) carry these attributes
+        too (a value of None removes the key), same structure and node order, so this
+        graph's entry-indexed attributes stay valid for it; variables are shared, not
+        copied. ``self`` when there is nothing to update."""
+        if not updates:
+            return self
+        ig = self.indexed
+        new: list[Node] = []
+        for nid, node in enumerate(ig.nodes):
+            if node.op is None:
+                new.append(node)
+                continue
+            attrs = node.attrs
+            if nid in updates:
+                attrs = {**attrs, **updates[nid]}
+                attrs = {k: v for k, v in attrs.items() if v is not None}
+            copy_ = Node(node.op, node.name, attrs, node.params,
+                         [Entry(new[ig.node_id[id(e.node)]], e.index, e.version)
+                          for e in node.inputs],
+                         [new[ig.node_id[id(d)]] for d in node.control_deps], node.subgraphs)
+            copy_.version = node.version
+            new.append(copy_)
+        outputs = [Entry(new[ig.node_id[id(e.node)]], e.index, e.version) for e in self.outputs]
+        return Graph(outputs, self.attrs)

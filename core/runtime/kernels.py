@@ -29,14 +29,14 @@ KERNEL_ATTR = "__kernel__"
 #: executor (absent: KERNEL_ATTR's), for variants that do a neighbour's work too (a
 #: BatchNorm applying the relu after it): a monitor sees every node's own outputs, as in
 #: MXNet; the two variants must accept the same outputs in place of inputs
-MONITORED_KERNEL_ATTR = "__kernel_monitored__"
+MONITORED_KERNEL_ATTR = "__kernel_monitored__"  # an empty value: the plain kernel
 
 
 def kernel_variant(node: Any, monitored: bool = False) -> str | None:
     """The kernel variant a pass chose for ``node`` (None: the plain kernel); with
     ``monitored``, the one for a watched executor (:data:`MONITORED_KERNEL_ATTR`)."""
     if monitored and MONITORED_KERNEL_ATTR in node.attrs:
-        return node.attrs[MONITORED_KERNEL_ATTR]
+        return node.attrs[MONITORED_KERNEL_ATTR] or None
     return node.attrs.get(KERNEL_ATTR)
 
 KernelFn = Callable[[], None]

@@ -9,7 +9,8 @@ BatchNorm's statistics and gradients within rounding (below).
 
 - ``depthwise``: a 2-D depthwise convolution (``conv_fast.compiled_depthwise_runner``);
 - ``channel_affine``: out = x * scale[c] + shift[c] over (N, C, rest), BatchNorm with given
-  statistics in one pass (``nn.batch_norm``);
+  statistics in one pass (``nn.batch_norm``), max(., 0) in the same pass for a relu after
+  it;
 - ``batch_norm_train``: BatchNorm's training forward: batch mean and biased variance per
   channel, then the normalisation of that channel while its data are in cache
   (``nn.batch_norm``);
@@ -326,18 +327,25 @@ def _affine(x, scale, shift, out, lo, hi, lanes):  # pragma: no cover - numba's
             dst[i] = src[i] * s_lanes[i] + t_lanes[i]
 
 
-def _channel_affine(x, scale, shift, out, c0, c1):  # pragma: no cover - numba's
-    """out[b, c, i] = x[b, c, i] * scale[c] + shift[c] for channels [c0, c1) of ``x`` and
-    ``out`` as (N, C, rest), possibly the same array: one pass where numpy takes two, in
-    memory order (row by row: in lanes, with the per-lane scale and shift to write first,
-    it was slower at every size measured but 4x4 maps at batch 16)."""
+def _channel_affine(x, scale, shift, out, relu, c0, c1):  # pragma: no cover - numba's
+    """out[b, c, i] = x[b, c, i] * scale[c] + shift[c] (then max(., 0) with ``relu``, NaN
+    kept as the relu kernels keep it) for channels [c0, c1) of ``x`` and ``out`` as (N, C,
+    rest), possibly the same array: one pass where numpy takes two, in memory order (row by
+    row: in lanes, with the per-lane scale and shift to write first, it was slower at every
+    size measured but 4x4 maps at batch 16)."""
     n, c, m = x.shape
+    zero = x.dtype.type(0)
     for b in range(n):
         for ch in range(c0, c1):
             s, t = scale[ch], shift[ch]
             src, dst = x[b, ch], out[b, ch]
-            for i in range(m):
-                dst[i] = src[i] * s + t
+            if relu:
+                for i in range(m):
+                    v = src[i] * s + t
+                    dst[i] = zero if v <= 0 else v
+            else:
+                for i in range(m):
+                    dst[i] = src[i] * s + t
 
 
 def _statistics(state, ch, gamma, beta, eps, fix_gamma, mean, var, invstd, scale,

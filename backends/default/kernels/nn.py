@@ -11,8 +11,8 @@ import numpy as np
 
 from graphexec.core.ops.nn import SELU_ALPHA, SELU_LAMBDA
 
-from .base import (BATCHNORM_RELU, OPENMP, bound_by_scalar, cast_scalar, kernel,
-                   kernel_variant, nothing, same_array, special)
+from .base import (BATCHNORM_RELU, NATIVE_BATCHNORM_RELU, OPENMP, bound_by_scalar, cast_scalar,
+                   kernel, kernel_variant, nothing, same_array, special)
 from .compiled import channel_range, channel_rows, compiled_for, over_channels, over_rows
 
 __all__ = ["reshaper", "work_dtype", "matmul_into", "softmax_fn"]
@@ -82,6 +82,7 @@ def activation(call):
     return partial(_ACTIVATIONS[call.params.act_type], call.xp, x, y)
 
 
+@kernel_variant("Activation", NATIVE_BATCHNORM_RELU)
 @kernel_variant("Activation", BATCHNORM_RELU)
 def relu_after_batch_norm(call):
     """A relu whose BatchNorm (variant ``BATCHNORM_RELU``, the relu's only input) wrote
@@ -279,11 +280,20 @@ RELU_AFFINE = "relu_affine"
 @kernel_variant("BatchNorm", BATCHNORM_RELU)
 def batch_norm_relu(call):
     """BatchNorm followed by the relu that is its output's only reader, in one pass where
-    the data are channels-last rows (the compiled rows loops; other layouts and the numpy
-    path take max(., 0) after): the ``torch`` strategy's fusion (``base.BATCHNORM_RELU``).
-    The scale and shift it normalised with go to the node's state, where its backward
-    finds them to mask the relu's gradient exactly as the relu would have."""
+    the compiled loops allow (channels-last rows; the normalisation with given statistics
+    over channel planes; otherwise max(., 0) after): the ``torch`` strategy's fusion
+    (``base.BATCHNORM_RELU``). The scale and shift it normalised with go to the node's
+    state, where its backward finds them to mask the relu's gradient exactly as the relu
+    would have."""
     return _batch_norm(call, openmp=True, relu=True)
+
+
+@kernel_variant("BatchNorm", NATIVE_BATCHNORM_RELU)
+def batch_norm_relu_native(call):
+    """The plain kernel's BatchNorm (its loops on the calling and Python threads) with the
+    relu after it in the same pass where the loops allow: the native fusion
+    (``base.NATIVE_BATCHNORM_RELU``, ``backends/default/fusion.py``)."""
+    return _batch_norm(call, openmp=False, relu=True)
 
 
 def relu_affine(call, channels: int, dtype) -> np.ndarray:
@@ -361,7 +371,8 @@ def _compiled_batch_norm(xp, x, out, axis: int, dtype, batch: bool, openmp: bool
     with ``openmp``, for the training forward). Inception v3's 94 BatchNorm nodes at batch
     1 took 9.5 ms with numpy's two passes (benchmarks/README.md). ``store`` (a (2, C)
     array): the training forward's scale and shift are written there; ``fused`` says
-    whether the loops also apply the relu ``relu`` asks for (the rows loops do)."""
+    whether the loops also apply the relu ``relu`` asks for (the rows loops and the
+    affine loop do, not the channel loops' training forward)."""
     found = channel_rows(xp, dtype, axis, x, out)
     if found is None:
         return None
@@ -381,11 +392,11 @@ def _compiled_batch_norm(xp, x, out, axis: int, dtype, batch: bool, openmp: bool
         return (lambda gamma, beta, eps, fix_gamma, mean, var, invstd:
                 train(x3, gamma, beta, eps, fix_gamma, mean, var, invstd, scale, shift, out3),
                 None, False)
-    loop = compiled_for("channel_affine", x3, stat, stat, out3, *channel_range(c, False))
+    loop = compiled_for("channel_affine", x3, stat, stat, out3, relu, *channel_range(c, False))
     if loop is None:
         return None
     affine = over_channels(loop, x3.shape)
-    return None, lambda scale, shift: affine(x3, scale, shift, out3), False
+    return None, lambda scale, shift: affine(x3, scale, shift, out3, relu), relu
 
 
 def _compiled_rows(x2, out2, dtype, batch: bool, store=None, relu: bool = False):
