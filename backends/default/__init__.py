@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from graphexec.core.hookspecs import hookimpl
 
-from .fusion import batch_norm_relu_pass
+from .fusion import relu_fusion_pass
 from .kernels import INPLACE, load_all, load_variants
 from .subgraph import make_backend, make_backend_v2
 
@@ -32,6 +32,6 @@ def graphexec_register_subgraph_backends(register) -> None:
 
 @hookimpl
 def graphexec_register_passes(register) -> None:
-    """The native BatchNorm + relu fusion (``fusion.py``), after the gradient pass."""
-    register("native_batch_norm_relu", requires=("shape", "dtype"),
-             stage="after_gradient")(batch_norm_relu_pass)
+    """The native relu fusion (``fusion.py``), after the gradient pass."""
+    register("native_relu_fusion", requires=("shape", "dtype"),
+             stage="after_gradient")(relu_fusion_pass)

@@ -1,11 +1,13 @@
 """The default backend's own fusion, for graphs no strategy partitions (``NONE``): a relu
 that is the only reader of a BatchNorm's output runs inside the BatchNorm's pass
-(``kernels.base.NATIVE_BATCHNORM_RELU``). The BatchNorm writes max(., 0) where its compiled
+(``kernels.base.NATIVE_RELU_FUSED``). The BatchNorm writes max(., 0) where its compiled
 loops allow (the normalisation with given statistics, i.e. inference, over channel planes),
 else takes max(., 0) after; the relu, which the memory plan runs in place, has nothing left
 to do. The numbers are the plain kernels' bit for bit, and a watched executor (a monitor)
 runs the plain kernels (``MONITORED_KERNEL_ATTR``), so it still sees the BatchNorm's own
 output. DenseNet-121's 121 relus took 4.6 of its 77 ms at batch 1 (benchmarks/README.md).
+A convolution's bias addition with the relu in the same compiled loop measured no faster
+than numpy's addition and relu (SqueezeNet 1.0 1.024x), so convolutions are not fused.
 """
 from __future__ import annotations
 
@@ -17,26 +19,29 @@ from graphexec.core.ir.graph import Graph
 from graphexec.core.passes import plan_memory
 from graphexec.core.runtime.kernels import KERNEL_ATTR, MONITORED_KERNEL_ATTR
 
-from .kernels.base import NATIVE_BATCHNORM_RELU
+from .kernels.base import NATIVE_RELU_FUSED
 
-__all__ = ["batch_norm_relu_pass", "batch_norm_relu_pairs"]
+__all__ = ["relu_fusion_pass", "relu_pairs"]
+
+#: the nodes whose kernels can apply the relu after them (NATIVE_RELU_FUSED variants)
+PRODUCERS = ("BatchNorm",)
 
 
-def batch_norm_relu_pairs(graph: Graph) -> list[tuple[int, int]]:
-    """(BatchNorm, relu) node ids where the relu (an Activation with act_type relu) is the
-    only reader of the BatchNorm's output, which is not a graph output and is large enough
-    for the memory planner to run the relu in place (INPLACE_MIN_BYTES), both on the host
-    and neither given a kernel variant by another pass."""
+def relu_pairs(graph: Graph) -> list[tuple[int, int]]:
+    """(producer, relu) node ids where the relu (an Activation with act_type relu) is the
+    only reader of a PRODUCERS node's first output, which is not a graph output and is
+    large enough for the memory planner to run the relu in place (INPLACE_MIN_BYTES), both
+    on the host and neither given a kernel variant by another pass."""
     ig = graph.indexed
     readers = ig.entry_readers()
     outputs = set(ig.outputs)
     shapes, dtypes = graph.attrs["shape"], graph.attrs["dtype"]
     contexts = graph.attrs.get("context")
     pairs = []
-    for bn, node in enumerate(ig.nodes):
-        if node.op is None or node.op.name != "BatchNorm" or KERNEL_ATTR in node.attrs:
+    for producer, node in enumerate(ig.nodes):
+        if node.op is None or node.op.name not in PRODUCERS or KERNEL_ATTR in node.attrs:
             continue
-        out = ig.row_ptr[bn]
+        out = ig.row_ptr[producer]
         if (out in outputs or len(readers[out]) != 1 or shapes[out] is None
                 or np.dtype(dtypes[out]).itemsize * math.prod(shapes[out])
                 < plan_memory.INPLACE_MIN_BYTES):
@@ -46,18 +51,18 @@ def batch_norm_relu_pairs(graph: Graph) -> list[tuple[int, int]]:
         if (act.op is None or act.op.name != "Activation" or act.params.act_type != "relu"
                 or KERNEL_ATTR in act.attrs):
             continue
-        if contexts is not None and any(contexts[n].device_type != "cpu" for n in (bn, relu)):
+        if contexts is not None and any(contexts[n].device_type != "cpu"
+                                        for n in (producer, relu)):
             continue
-        pairs.append((bn, relu))
+        pairs.append((producer, relu))
     return pairs
 
 
-def batch_norm_relu_pass(graph: Graph) -> Graph:
-    """The ``after_gradient`` pass: :func:`batch_norm_relu_pairs` marked to run
-    NATIVE_BATCHNORM_RELU when no strategy partitioned the graph (``graph`` itself
+def relu_fusion_pass(graph: Graph) -> Graph:
+    """The ``after_gradient`` pass: :func:`relu_pairs` marked to run
+    NATIVE_RELU_FUSED when no strategy partitioned the graph (``graph`` itself
     otherwise: a strategy chooses its own kernels)."""
     if graph.attrs.get("partition_plan") is not None:
         return graph
-    fused = {KERNEL_ATTR: NATIVE_BATCHNORM_RELU, MONITORED_KERNEL_ATTR: ""}
-    return graph.with_node_attrs({nid: fused for pair in batch_norm_relu_pairs(graph)
-                                  for nid in pair})
+    fused = {KERNEL_ATTR: NATIVE_RELU_FUSED, MONITORED_KERNEL_ATTR: ""}
+    return graph.with_node_attrs({nid: fused for pair in relu_pairs(graph) for nid in pair})

@@ -48,7 +48,7 @@ BATCHNORM_RELU = "batchnorm_relu"
 #: the plain BatchNorm kernel applying the relu after it in its forward pass, and that
 #: relu's kernels (as for BATCHNORM_RELU): the default backend's own fusion, for graphs no
 #: strategy partitions (``backends/default/fusion.py``); backward nodes keep their kernels
-NATIVE_BATCHNORM_RELU = "native_batchnorm_relu"
+NATIVE_RELU_FUSED = "native_relu_fused"
 
 
 def kernel_variant(op_name: str, variant: str) -> Callable[[KernelFactory], KernelFactory]:

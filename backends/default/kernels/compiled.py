@@ -61,8 +61,8 @@ from .depthwise_rows import PARALLEL as DEPTHWISE_ROWS_PARALLEL
 from .winograd_loops import FUNCTIONS as WINOGRAD_LOOPS
 from .winograd_loops import RUN as WINOGRAD_RUN
 
-__all__ = ["channel_range", "channel_rows", "channel_view", "compiled_for", "over_channels",
-           "over_rows"]
+__all__ = ["affine_runner", "channel_range", "channel_rows", "channel_view", "compiled_for",
+           "over_channels", "over_rows"]
 
 #: the functions below are source for numba (:func:`_source`), which gives ``prange`` its
 #: meaning there; as Python they are never called
@@ -824,6 +824,24 @@ def channel_rows(xp, dtype, axis: int, *arrays) -> tuple[list, bool] | None:
     if axis == 1 and all(stored_channels_last(a) for a in arrays):
         return [a.transpose(0, 2, 3, 1).reshape(-1, a.shape[1]) for a in arrays], True
     return None
+
+
+def affine_runner(xp, x, out, axis: int, relu: bool):
+    """``f(scale, shift)``: out = x * scale[c] + shift[c] over ``axis`` (then max(., 0) with
+    ``relu``) in one pass of the compiled ``channel_affine`` loop, split across the host's
+    threads for large data (``out`` may be ``x``); None where it does not apply (see
+    :func:`channel_rows`; channels-last rows take the rows loops)."""
+    found = channel_rows(xp, out.dtype, axis, x, out)
+    if found is None or found[1]:
+        return None
+    x3, out3 = found[0]
+    stat = np.empty(x3.shape[1], out.dtype)
+    loop = compiled_for("channel_affine", x3, stat, stat, out3, relu,
+                        *channel_range(x3.shape[1], False))
+    if loop is None:
+        return None
+    run = over_channels(loop, x3.shape)
+    return lambda scale, shift: run(x3, scale, shift, out3, relu)
 
 
 def over_rows(loop, shape: tuple[int, int]):

@@ -11,9 +11,10 @@ import numpy as np
 
 from graphexec.core.ops.nn import SELU_ALPHA, SELU_LAMBDA
 
-from .base import (BATCHNORM_RELU, NATIVE_BATCHNORM_RELU, OPENMP, bound_by_scalar, cast_scalar,
+from .base import (BATCHNORM_RELU, NATIVE_RELU_FUSED, OPENMP, bound_by_scalar, cast_scalar,
                    kernel, kernel_variant, nothing, same_array, special)
-from .compiled import channel_range, channel_rows, compiled_for, over_channels, over_rows
+from .compiled import (affine_runner, channel_range, channel_rows, compiled_for, over_channels,
+                       over_rows)
 
 __all__ = ["reshaper", "work_dtype", "matmul_into", "softmax_fn"]
 
@@ -82,7 +83,7 @@ def activation(call):
     return partial(_ACTIVATIONS[call.params.act_type], call.xp, x, y)
 
 
-@kernel_variant("Activation", NATIVE_BATCHNORM_RELU)
+@kernel_variant("Activation", NATIVE_RELU_FUSED)
 @kernel_variant("Activation", BATCHNORM_RELU)
 def relu_after_batch_norm(call):
     """A relu whose BatchNorm (variant ``BATCHNORM_RELU``, the relu's only input) wrote
@@ -288,11 +289,11 @@ def batch_norm_relu(call):
     return _batch_norm(call, openmp=True, relu=True)
 
 
-@kernel_variant("BatchNorm", NATIVE_BATCHNORM_RELU)
+@kernel_variant("BatchNorm", NATIVE_RELU_FUSED)
 def batch_norm_relu_native(call):
     """The plain kernel's BatchNorm (its loops on the calling and Python threads) with the
     relu after it in the same pass where the loops allow: the native fusion
-    (``base.NATIVE_BATCHNORM_RELU``, ``backends/default/fusion.py``)."""
+    (``base.NATIVE_RELU_FUSED``, ``backends/default/fusion.py``)."""
     return _batch_norm(call, openmp=False, relu=True)
 
 
@@ -392,11 +393,8 @@ def _compiled_batch_norm(xp, x, out, axis: int, dtype, batch: bool, openmp: bool
         return (lambda gamma, beta, eps, fix_gamma, mean, var, invstd:
                 train(x3, gamma, beta, eps, fix_gamma, mean, var, invstd, scale, shift, out3),
                 None, False)
-    loop = compiled_for("channel_affine", x3, stat, stat, out3, relu, *channel_range(c, False))
-    if loop is None:
-        return None
-    affine = over_channels(loop, x3.shape)
-    return None, lambda scale, shift: affine(x3, scale, shift, out3, relu), relu
+    affine = affine_runner(xp, x, out, axis, relu)
+    return None if affine is None else (None, affine, relu)
 
 
 def _compiled_rows(x2, out2, dtype, batch: bool, store=None, relu: bool = False):

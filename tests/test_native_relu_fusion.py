@@ -1,10 +1,10 @@
-"""The default backend's BatchNorm + relu fusion (``backends/default/fusion.py``): with no
-strategy (``NONE``), a relu that is the only reader of a large enough BatchNorm output runs
-inside the BatchNorm's pass (variant ``native_batchnorm_relu``). Outputs and gradients equal
-the unfused kernels' bit for bit (NaN included, float16 and float64 on the numpy paths, the
-relu out of place); a monitor sees the BatchNorm's own output; pairs whose BatchNorm output
-is read elsewhere, is a graph output or is small, and graphs a strategy partitions, are left
-alone."""
+"""The default backend's relu fusion (``backends/default/fusion.py``): with no strategy
+(``NONE``), a relu that is the only reader of a large enough BatchNorm output runs inside
+the BatchNorm's pass (variant ``native_relu_fused``). Outputs and gradients equal the
+unfused kernels' bit for bit (NaN included, float16 and float64 on the numpy paths, the
+relu kernel doing its work); a monitor sees the BatchNorm's own output; pairs whose output is
+read elsewhere, is a graph output or is small, convolutions' relus, and graphs a strategy
+partitions are left alone."""
 from __future__ import annotations
 
 import numpy as np
@@ -12,7 +12,7 @@ import pytest
 
 import graphexec as gx
 from graphexec.backends.default import fusion
-from graphexec.backends.default.kernels.base import NATIVE_BATCHNORM_RELU
+from graphexec.backends.default.kernels.base import NATIVE_RELU_FUSED
 from graphexec.core.runtime.kernels import KERNEL_ATTR
 
 S = gx.sym
@@ -39,7 +39,7 @@ def _bind(sym, fused: bool, monkeypatch, dtype="float32", backend=None, grads=Fa
           shape=SHAPE):
     with monkeypatch.context() as patch:
         if not fused:
-            patch.setattr(fusion, "batch_norm_relu_pairs", lambda graph: [])
+            patch.setattr(fusion, "relu_pairs", lambda graph: [])
         kw = {} if backend is None else {"backend": backend}
         exe = sym.simple_bind(gx.cpu(), grad_req="write" if grads else "null",
                               type_dict={"data": dtype}, data=shape, **kw)
@@ -57,11 +57,18 @@ def _variants(exe) -> dict[str, str | None]:
             if n.op is not None}
 
 
-def test_pairs_fused_in_inference(monkeypatch):
-    exe = _bind(_net(), True, monkeypatch)
-    variants = _variants(exe)
-    assert all(variants[n] == NATIVE_BATCHNORM_RELU for n in ("bn1", "r1", "bn2", "r2"))
-    assert variants["c1"] is None and variants["pool"] is None
+def _conv_relu():
+    x = S.Variable("data")
+    return S.Activation(S.Convolution(x, kernel=(3, 3), pad=(1, 1), num_filter=4, name="k1"),
+                        act_type="relu", name="q1")
+
+
+def test_pairs_fused(monkeypatch):
+    variants = _variants(_bind(_net(), True, monkeypatch))
+    assert all(variants[n] == NATIVE_RELU_FUSED for n in ("bn1", "r1", "bn2", "r2"))
+    assert variants["c1"] is None and variants["pool"] is None  # c1's reader is a BatchNorm
+    variants = _variants(_bind(_conv_relu(), True, monkeypatch))
+    assert variants["k1"] is None and variants["q1"] is None
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
@@ -121,7 +128,7 @@ def test_pairs_left_alone(monkeypatch, case):
     variants = _variants(_bind(sym, True, monkeypatch, shape=shape))
     assert variants["bn1"] is None and variants["r1"] is None
     if case != "small":  # the second pair is not concerned
-        assert variants["bn2"] == NATIVE_BATCHNORM_RELU
+        assert variants["bn2"] == NATIVE_RELU_FUSED
 
 
 def test_a_strategy_chooses_its_own_kernels(monkeypatch):
@@ -132,4 +139,4 @@ def test_a_strategy_chooses_its_own_kernels(monkeypatch):
         exe = _bind(_net(), True, monkeypatch, backend="default")
     finally:
         gx.subgraph.set_op_names("default", set())
-    assert NATIVE_BATCHNORM_RELU not in _variants(exe).values()
+    assert NATIVE_RELU_FUSED not in _variants(exe).values()
