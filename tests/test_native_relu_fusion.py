@@ -1,10 +1,10 @@
 """The default backend's relu fusion (``backends/default/fusion.py``): with no strategy
-(``NONE``), a relu that is the only reader of a large enough BatchNorm output runs inside
-the BatchNorm's pass (variant ``native_relu_fused``). Outputs and gradients equal the
-unfused kernels' bit for bit (NaN included, float16 and float64 on the numpy paths, the
-relu kernel doing its work); a monitor sees the BatchNorm's own output; pairs whose output is
-read elsewhere, is a graph output or is small, convolutions' relus, and graphs a strategy
-partitions are left alone."""
+(``NONE``), a relu that is the only reader of a large enough BatchNorm or Convolution output
+runs inside that node's last pass (variant ``native_relu_fused``). Outputs and gradients
+equal the unfused kernels' bit for bit (NaN included, float16 and float64 on the numpy
+paths, the relu kernel doing its work), depthwise and no-bias convolutions too; a monitor
+sees the producer's own output; pairs whose output is read elsewhere, is a graph output or
+is small, and graphs a strategy partitions, are left alone."""
 from __future__ import annotations
 
 import numpy as np
@@ -57,32 +57,44 @@ def _variants(exe) -> dict[str, str | None]:
             if n.op is not None}
 
 
-def _conv_relu():
+def _conv_net():
+    """conv (bias) -> relu -> depthwise conv (bias) -> relu -> conv (no bias) -> relu ->
+    pooling: SqueezeNet's and VGG's pairs."""
     x = S.Variable("data")
-    return S.Activation(S.Convolution(x, kernel=(3, 3), pad=(1, 1), num_filter=4, name="k1"),
-                        act_type="relu", name="q1")
+    y = S.Activation(S.Convolution(x, kernel=(3, 3), pad=(1, 1), num_filter=4, name="k1"),
+                     act_type="relu", name="q1")
+    y = S.Activation(S.Convolution(y, kernel=(3, 3), pad=(1, 1), num_filter=4, num_group=4,
+                                   name="k2"), act_type="relu", name="q2")
+    y = S.Activation(S.Convolution(y, kernel=(1, 1), num_filter=4, no_bias=True, name="k3"),
+                     act_type="relu", name="q3")
+    return S.Pooling(y, kernel=(2, 2), stride=(2, 2), pool_type="max", name="pool")
+
+
+NETS = {"batchnorm": _net, "convolution": _conv_net}
 
 
 def test_pairs_fused(monkeypatch):
     variants = _variants(_bind(_net(), True, monkeypatch))
     assert all(variants[n] == NATIVE_RELU_FUSED for n in ("bn1", "r1", "bn2", "r2"))
     assert variants["c1"] is None and variants["pool"] is None  # c1's reader is a BatchNorm
-    variants = _variants(_bind(_conv_relu(), True, monkeypatch))
-    assert variants["k1"] is None and variants["q1"] is None
+    variants = _variants(_bind(_conv_net(), True, monkeypatch))
+    assert all(variants[n] == NATIVE_RELU_FUSED for n in ("k1", "q1", "k2", "q2", "k3", "q3"))
 
 
+@pytest.mark.parametrize("net", sorted(NETS))
 @pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
-def test_inference_equals_the_plain_kernels(monkeypatch, dtype):
-    got = _bind(_net(), True, monkeypatch, dtype).forward(is_train=False)[0].copy()
-    want = _bind(_net(), False, monkeypatch, dtype).forward(is_train=False)[0].copy()
+def test_inference_equals_the_plain_kernels(monkeypatch, dtype, net):
+    got = _bind(NETS[net](), True, monkeypatch, dtype).forward(is_train=False)[0].copy()
+    want = _bind(NETS[net](), False, monkeypatch, dtype).forward(is_train=False)[0].copy()
     np.testing.assert_array_equal(got, want)
     assert np.isnan(got).any() and not np.isnan(got).all()
 
 
-def test_training_equals_the_plain_kernels(monkeypatch):
+@pytest.mark.parametrize("net", sorted(NETS))
+def test_training_equals_the_plain_kernels(monkeypatch, net):
     results = []
     for fused in (True, False):
-        exe = _bind(_net(), fused, monkeypatch, grads=True)
+        exe = _bind(NETS[net](), fused, monkeypatch, grads=True)
         exe.arg_dict["data"][...] = np.nan_to_num(exe.arg_dict["data"])
         for _ in range(2):
             exe.forward(is_train=True)
@@ -94,30 +106,34 @@ def test_training_equals_the_plain_kernels(monkeypatch):
         np.testing.assert_array_equal(got, want, err_msg=f"result {k}")
 
 
-def test_relu_kernel_working_and_numpy_path_give_the_same_numbers(monkeypatch):
+@pytest.mark.parametrize("net", sorted(NETS))
+def test_relu_kernel_working_and_numpy_paths_give_the_same_numbers(monkeypatch, net):
     """The relu kernel's own work (as where its output is not its input's array) and the
-    BatchNorm's numpy path (the relu after its pass) against the plain kernels."""
-    from graphexec.backends.default.kernels import nn
-    want = _bind(_net(), False, monkeypatch).forward(is_train=False)[0].copy()
+    numpy paths (the relu after the node's pass) against the plain kernels."""
+    from graphexec.backends.default.kernels import conv, nn
+    want = _bind(NETS[net](), False, monkeypatch).forward(is_train=False)[0].copy()
     with monkeypatch.context() as patch:
         patch.setattr(nn, "same_array", lambda a, b: False)
-        got = _bind(_net(), True, monkeypatch).forward(is_train=False)[0].copy()
+        got = _bind(NETS[net](), True, monkeypatch).forward(is_train=False)[0].copy()
     np.testing.assert_array_equal(got, want)
     with monkeypatch.context() as patch:
         patch.setattr(nn, "_compiled_batch_norm", lambda *a, **k: None)
-        got = _bind(_net(), True, monkeypatch).forward(is_train=False)[0].copy()
+        patch.setattr(conv, "shift_runner", lambda *a, **k: None)
+        got = _bind(NETS[net](), True, monkeypatch).forward(is_train=False)[0].copy()
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)  # numpy's BatchNorm
 
 
-def test_monitor_sees_the_batch_norm_output_before_the_relu(monkeypatch):
-    exe = _bind(_net(), True, monkeypatch)
+@pytest.mark.parametrize("net,watched", [("batchnorm", "bn1_output"),
+                                         ("convolution", "k1_output")])
+def test_monitor_sees_the_output_before_the_relu(monkeypatch, net, watched):
+    exe = _bind(NETS[net](), True, monkeypatch)
     seen = {}
     exe.set_monitor_callback(lambda name, arr: seen.setdefault(name, np.array(arr)))
     exe.forward(is_train=False)
-    assert (seen["bn1_output"] < 0).any(), "the monitor saw the relu's output"
+    assert (seen[watched] < 0).any(), "the monitor saw the relu's output"
     exe.set_monitor_callback(None)
     got = exe.forward(is_train=False)[0].copy()
-    want = _bind(_net(), False, monkeypatch).forward(is_train=False)[0].copy()
+    want = _bind(NETS[net](), False, monkeypatch).forward(is_train=False)[0].copy()
     np.testing.assert_array_equal(got, want)
 
 

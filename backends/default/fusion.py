@@ -1,13 +1,12 @@
 """The default backend's own fusion, for graphs no strategy partitions (``NONE``): a relu
-that is the only reader of a BatchNorm's output runs inside the BatchNorm's pass
-(``kernels.base.NATIVE_RELU_FUSED``). The BatchNorm writes max(., 0) where its compiled
-loops allow (the normalisation with given statistics, i.e. inference, over channel planes),
-else takes max(., 0) after; the relu, which the memory plan runs in place, has nothing left
-to do. The numbers are the plain kernels' bit for bit, and a watched executor (a monitor)
-runs the plain kernels (``MONITORED_KERNEL_ATTR``), so it still sees the BatchNorm's own
-output. DenseNet-121's 121 relus took 4.6 of its 77 ms at batch 1 (benchmarks/README.md).
-A convolution's bias addition with the relu in the same compiled loop measured no faster
-than numpy's addition and relu (SqueezeNet 1.0 1.024x), so convolutions are not fused.
+that is the only reader of a BatchNorm's or a Convolution's output runs inside that node's
+last pass (``kernels.base.NATIVE_RELU_FUSED``): the BatchNorm's normalisation with given
+statistics (inference) over channel planes, the convolution's bias addition, each one
+compiled loop writing max(., 0) (elsewhere max(., 0) follows the pass); the relu, which the
+memory plan runs in place, has nothing left to do. The numbers are the plain kernels' bit
+for bit, and a watched executor (a monitor) runs the plain kernels
+(``MONITORED_KERNEL_ATTR``), so it still sees the node's own output. DenseNet-121's 121
+relus took 4.6 of its 77 ms at batch 1 (benchmarks/README.md).
 """
 from __future__ import annotations
 
@@ -24,7 +23,7 @@ from .kernels.base import NATIVE_RELU_FUSED
 __all__ = ["relu_fusion_pass", "relu_pairs"]
 
 #: the nodes whose kernels can apply the relu after them (NATIVE_RELU_FUSED variants)
-PRODUCERS = ("BatchNorm",)
+PRODUCERS = ("BatchNorm", "Convolution")
 
 
 def relu_pairs(graph: Graph) -> list[tuple[int, int]]:

@@ -45,9 +45,10 @@ OPENMP = "openmp"
 #: that relu's kernels, which then have nothing left to do where their output is their
 #: input's array (see ``nn.batch_norm_relu``)
 BATCHNORM_RELU = "batchnorm_relu"
-#: the plain BatchNorm kernel applying the relu after it in its forward pass, and that
-#: relu's kernels (as for BATCHNORM_RELU): the default backend's own fusion, for graphs no
-#: strategy partitions (``backends/default/fusion.py``); backward nodes keep their kernels
+#: the plain BatchNorm and Convolution kernels applying the relu after them in their
+#: forward pass (the normalisation's, the bias's), and that relu's kernels (as for
+#: BATCHNORM_RELU): the default backend's own fusion, for graphs no strategy partitions
+#: (``backends/default/fusion.py``); backward nodes keep their kernels
 NATIVE_RELU_FUSED = "native_relu_fused"
 
 

@@ -11,6 +11,8 @@ BatchNorm's statistics and gradients within rounding (below).
 - ``channel_affine``: out = x * scale[c] + shift[c] over (N, C, rest), BatchNorm with given
   statistics in one pass (``nn.batch_norm``), max(., 0) in the same pass for a relu after
   it;
+- ``channel_shift``: out += shift[c] in place, a convolution's bias, and the relu after it
+  (``conv._bias_adder``);
 - ``batch_norm_train``: BatchNorm's training forward: batch mean and biased variance per
   channel, then the normalisation of that channel while its data are in cache
   (``nn.batch_norm``);
@@ -62,7 +64,7 @@ from .winograd_loops import FUNCTIONS as WINOGRAD_LOOPS
 from .winograd_loops import RUN as WINOGRAD_RUN
 
 __all__ = ["affine_runner", "channel_range", "channel_rows", "channel_view", "compiled_for",
-           "over_channels", "over_rows"]
+           "over_channels", "over_rows", "shift_runner"]
 
 #: the functions below are source for numba (:func:`_source`), which gives ``prange`` its
 #: meaning there; as Python they are never called
@@ -346,6 +348,27 @@ def _channel_affine(x, scale, shift, out, relu, c0, c1):  # pragma: no cover - n
             else:
                 for i in range(m):
                     dst[i] = src[i] * s + t
+
+
+def _channel_shift(out, shift, relu, c0, c1):  # pragma: no cover - numba's
+    """out[b, c, i] += shift[c] (then max(., 0) with ``relu``, NaN kept) in place for
+    channels [c0, c1) of ``out`` as (N, C, rest): a convolution's bias (and the relu after
+    it). One array, so the loop vectorises (with the data as a second, aliased array it ran
+    scalar: 0.8 against 0.24 ms for 96 x 109 x 109); 0.2-0.5x numpy's addition and
+    maximum."""
+    n, c, m = out.shape
+    zero = out.dtype.type(0)
+    for b in range(n):
+        for ch in range(c0, c1):
+            t = shift[ch]
+            dst = out[b, ch]
+            if relu:
+                for i in range(m):
+                    v = dst[i] + t
+                    dst[i] = zero if v <= 0 else v
+            else:
+                for i in range(m):
+                    dst[i] = dst[i] + t
 
 
 def _statistics(state, ch, gamma, beta, eps, fix_gamma, mean, var, invstd, scale,
@@ -745,7 +768,7 @@ def _rows_backward_parts(g, x, mean, invstd, scale, sums, dx, batch, want, affin
 #: the ones before it)
 _FUNCTIONS = (_depthwise_flat, _depthwise_loops, _block_sums, _lane_sums, _lane_data_gradient,
               _merge, _expand, _lanes, _group, _moments, _statistics, _gradient_factors, _affine,
-              _channel_affine,
+              _channel_affine, _channel_shift,
               _batch_norm_train, _gradient_sums, _data_gradient, _batch_norm_backward,
               _batch_norm_finish, _batch_norm_train_parts, _batch_norm_backward_parts,
               _run_width, _tile, _rows_moments, _rows_affine, _rows_train_parts,
@@ -766,6 +789,7 @@ _OPTIONS = {"_block_sums": ", fastmath={'reassoc'}", "_batch_norm_train_parts": 
             "_lane_data_gradient": ", inline='always'", "_inside": ", inline='always'",
             "_dw_row": ", fastmath={'contract'}"}
 _LOOPS = {"depthwise": "_depthwise_loops", "channel_affine": "_channel_affine",
+          "channel_shift": "_channel_shift",
           "batch_norm_train": "_batch_norm_train", "batch_norm_backward": "_batch_norm_backward",
           "batch_norm_finish": "_batch_norm_finish",
           "batch_norm_train_parts": "_batch_norm_train_parts",
@@ -842,6 +866,22 @@ def affine_runner(xp, x, out, axis: int, relu: bool):
         return None
     run = over_channels(loop, x3.shape)
     return lambda scale, shift: run(x3, scale, shift, out3, relu)
+
+
+def shift_runner(xp, out, axis: int, relu: bool):
+    """``f(shift)``: out += shift[c] over ``axis`` in place (then max(., 0) with ``relu``)
+    in one pass of the compiled ``channel_shift`` loop, split across the host's threads for
+    large data; None where it does not apply (see :func:`channel_rows`)."""
+    found = channel_rows(xp, out.dtype, axis, out)
+    if found is None or found[1]:
+        return None
+    out3 = found[0][0]
+    stat = np.empty(out3.shape[1], out.dtype)
+    loop = compiled_for("channel_shift", out3, stat, relu, *channel_range(out3.shape[1], False))
+    if loop is None:
+        return None
+    run = over_channels(loop, out3.shape)
+    return lambda shift: run(out3, shift, relu)
 
 
 def over_rows(loop, shape: tuple[int, int]):

@@ -19,7 +19,8 @@ from graphexec.core.ops.common import lowest
 from graphexec.core.ops.conv import (conv_geometry, deconv_adjustments, deconv_pads,
                                      pool_count_region, pool_geometry)
 
-from .base import OPENMP, kernel, kernel_variant, sequence
+from .base import NATIVE_RELU_FUSED, OPENMP, kernel, kernel_variant, nothing, sequence
+from .compiled import shift_runner
 from .conv_fast import (compiled_depthwise_runner, depthwise_runner, grouped_matmul,
                         rows_depthwise_runner,
                         is_depthwise, offsets_applicable, offsets_layout, offsets_runner)
@@ -97,12 +98,26 @@ def offset_slices(kernel: tuple, stride: tuple, dilate: tuple, count: tuple) -> 
     return out
 
 
-def _bias_adder(xp, call, out, last: bool):
-    if call.params.no_bias:
-        return lambda: None
-    bias = call.inputs[2]
-    b = bias if last else bias.reshape(-1, *([1] * (out.ndim - 2)))
-    return lambda: xp.add(out, b, out=out)
+def _bias_adder(xp, call, out, last: bool, relu: bool = False):
+    """out += bias over the channel axis, then with ``relu`` max(., 0) (the relu after the
+    convolution, ``base.NATIVE_RELU_FUSED``): one pass of a compiled loop where it applies
+    (channel-first host data of the bias's dtype; the same numbers as numpy's), else
+    numpy's."""
+    bias = None if call.params.no_bias else call.inputs[2]
+    if bias is None and not relu:
+        return nothing
+    if not last and (bias is None or bias.dtype == out.dtype):
+        shift = shift_runner(xp, out, 1, relu)
+        if shift is not None:
+            b = np.zeros(out.shape[1], out.dtype) if bias is None else bias
+            return lambda: shift(b)
+    steps = []
+    if bias is not None:
+        b = bias if last else bias.reshape(-1, *([1] * (out.ndim - 2)))
+        steps.append(lambda: xp.add(out, b, out=out))
+    if relu:
+        steps.append(lambda: xp.maximum(out, 0, out=out))
+    return sequence(steps)
 
 
 # -- Convolution --------------------------------------------------------------------------
@@ -134,6 +149,17 @@ def convolution(call):
     """out[n, f] = sum over c, window of weight[f, c] * data[n, c, window] (+ bias).
     Also the ``openmp`` variant: the name a strategy picks for depthwise layers over
     channels-last data, which run compiled loops on numba's threads."""
+    return _convolution(call, relu=False)
+
+
+@kernel_variant("Convolution", NATIVE_RELU_FUSED)
+def convolution_relu(call):
+    """The convolution, then the relu that is its output's only reader in the bias's pass
+    (``base.NATIVE_RELU_FUSED``, ``backends/default/fusion.py``)."""
+    return _convolution(call, relu=True)
+
+
+def _convolution(call, relu: bool):
     xp, p = call.xp, call.params
     geo = conv_geometry(p)
     x = channel_first_view(call.inputs[0], geo.last)
@@ -145,11 +171,14 @@ def convolution(call):
     weight = reshaper(channel_first_view(call.inputs[1], geo.last),
                       (g, f // g, c // g * math.prod(geo.kernel)))
     result_shape = (n, g, f // g, math.prod(out_sp))
-    add_bias = _bias_adder(xp, call, call.outputs[0], geo.last)
+    add_bias = _bias_adder(xp, call, call.outputs[0], geo.last, relu)
     if is_depthwise(p, geo, c, out.dtype):
         rows = rows_depthwise_runner(x, call.inputs[1], None if p.no_bias else call.inputs[2],
                                      out, geo)
-        return rows or sequence([_depthwise(call, x, out, geo, out_sp), add_bias])
+        if rows is not None:  # the bias in its loops
+            y = call.outputs[0]
+            return sequence([rows, lambda: xp.maximum(y, 0, out=y)] if relu else [rows])
+        return sequence([_depthwise(call, x, out, geo, out_sp), add_bias])
     if offsets_applicable(p, geo, c, out.dtype, xp):
         specs = {k: (shape, out.dtype)
                  for k, shape in offsets_layout(x.shape, geo, out_sp, f, xp).items()}
