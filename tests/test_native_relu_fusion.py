@@ -156,3 +156,14 @@ def test_a_strategy_chooses_its_own_kernels(monkeypatch):
     finally:
         gx.subgraph.set_op_names("default", set())
     assert NATIVE_RELU_FUSED not in _variants(exe).values()
+
+
+def test_device_executors_left_alone(monkeypatch):
+    """The variants are host kernels: a graph bound for a GPU (its default context) or
+    whose nodes are assigned to one gets no pairs."""
+    from graphexec.core.ir.context import Context
+    graph = _bind(_net(), False, monkeypatch)._plan.graph  # unmarked
+    assert fusion.relu_pairs(graph.with_attrs(default_ctx=Context("cpu", 0)))
+    assert fusion.relu_pairs(graph.with_attrs(default_ctx=Context("gpu", 0))) == []
+    on_gpu = [Context("gpu", 0)] * len(graph.indexed.nodes)
+    assert fusion.relu_pairs(graph.with_attrs(context=on_gpu)) == []

@@ -30,12 +30,16 @@ def relu_pairs(graph: Graph) -> list[tuple[int, int]]:
     """(producer, relu) node ids where the relu (an Activation with act_type relu) is the
     only reader of a PRODUCERS node's first output, which is not a graph output and is
     large enough for the memory planner to run the relu in place (INPLACE_MIN_BYTES), both
-    on the host and neither given a kernel variant by another pass."""
+    on the host (the node's context, else the bind's) and neither given a kernel variant by
+    another pass."""
     ig = graph.indexed
     readers = ig.entry_readers()
     outputs = set(ig.outputs)
     shapes, dtypes = graph.attrs["shape"], graph.attrs["dtype"]
-    contexts = graph.attrs.get("context")
+    contexts = graph.attrs.get("context")  # per node where the bind assigns devices
+    default = graph.attrs.get("default_ctx")
+    if contexts is None and default is not None and default.device_type != "cpu":
+        return []  # the variants are host kernels
     pairs = []
     for producer, node in enumerate(ig.nodes):
         if node.op is None or node.op.name not in PRODUCERS or KERNEL_ATTR in node.attrs:
