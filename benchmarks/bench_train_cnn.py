@@ -98,8 +98,11 @@ def run(model: str, opts, tmp: str) -> None:
     print(f"{model}: {shapes}, threads {opts.threads}, "
           f"median of {opts.repeat}" + (f", {opts.steps} steps a turn" if opts.steps > 1 else "")
           + ":")
-    for suffix, what in [("", "after idle" if opts.steps > 1 else "")] + (
-            [(" steady", f"steps 2-{opts.steps}, back to back")] if opts.steps > 1 else []):
+    reported = [("", "")]
+    if opts.steps > 1:
+        later = "step 2" if opts.steps == 2 else f"steps 2-{opts.steps}"
+        reported = [("", "after idle"), (" steady", f"{later}, back to back")]
+    for suffix, what in reported:
         ref = samples.get("mxnet train" + suffix)
         for name in fns:
             got = samples[name + suffix]

@@ -19,6 +19,16 @@ def median_time(fn: Callable[[], object], repeat: int = 7, number: int = 1) -> f
     return statistics.median(times)
 
 
+def timed(fn: Callable[[], object], number: int = 1) -> Callable[[], float]:
+    """A function returning the seconds per call of ``number`` calls of ``fn``."""
+    def run() -> float:
+        t0 = time.perf_counter()
+        for _ in range(number):
+            fn()
+        return (time.perf_counter() - t0) / number
+    return run
+
+
 def interleaved_medians(fns: dict[str, Callable[[], object]], repeat: int = 15,
                         number: int = 1) -> dict[str, float]:
     """Median per-call time of each function, timing them in alternation so that drift in a
@@ -26,14 +36,8 @@ def interleaved_medians(fns: dict[str, Callable[[], object]], repeat: int = 15,
     round: ``graphexec.core.runtime.timing.interleave``, what ``graphexec compare`` uses)."""
     from graphexec.core.runtime.timing import interleave
 
-    def timed(fn: Callable[[], object]) -> Callable[[], float]:
-        def run() -> float:
-            t0 = time.perf_counter()
-            for _ in range(number):
-                fn()
-            return (time.perf_counter() - t0) / number
-        return run
-    samples, interrupted = interleave({k: timed(f) for k, f in fns.items()}, min_rounds=repeat,
+    samples, interrupted = interleave({k: timed(f, number) for k, f in fns.items()},
+                                      min_rounds=repeat,
                                       max_rounds=repeat, budget_s=float("inf"))
     if interrupted:
         raise KeyboardInterrupt
@@ -116,13 +120,6 @@ def alternating_samples(fns: dict[str, Callable[[], object]], worker: "MXNetWork
         times[key].append(got[0])
         if calls > 1:
             times[f"{key} steady"].append(statistics.mean(got[1:]))
-
-    def timed(fn: Callable[[], object]) -> Callable[[], float]:
-        def call() -> float:
-            t0 = time.perf_counter()
-            fn()
-            return time.perf_counter() - t0
-        return call
     for _ in range(repeat):
         for name, fn in fns.items():
             turn(name, timed(fn))

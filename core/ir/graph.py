@@ -9,6 +9,8 @@ from __future__ import annotations
 from bisect import bisect_right
 from typing import TYPE_CHECKING, Any, Iterable, NamedTuple
 
+from .errors import GraphexecError
+
 if TYPE_CHECKING:
     from .attrs import Params
 
@@ -202,9 +204,9 @@ class Graph:
 
     def with_node_attrs(self, updates: dict[int, dict[str, str]]) -> "Graph":
         """A copy whose operator nodes ``updates`` names (by node id) carry these attributes
-        too (a value of None removes the key), same structure and node order, so this
-        graph's entry-indexed attributes stay valid for it; variables are shared, not
-        copied. ``self`` when there is nothing to update."""
+        too, same structure and node order, so this graph's entry-indexed attributes stay
+        valid for it; variables are shared, not copied. ``self`` when there is nothing to
+        update."""
         if not updates:
             return self
         ig = self.indexed
@@ -213,10 +215,7 @@ class Graph:
             if node.op is None:
                 new.append(node)
                 continue
-            attrs = node.attrs
-            if nid in updates:
-                attrs = {**attrs, **updates[nid]}
-                attrs = {k: v for k, v in attrs.items() if v is not None}
+            attrs = {**node.attrs, **updates[nid]} if nid in updates else node.attrs
             copy_ = Node(node.op, node.name, attrs, node.params,
                          [Entry(new[ig.node_id[id(e.node)]], e.index, e.version)
                           for e in node.inputs],
@@ -224,4 +223,8 @@ class Graph:
             copy_.version = node.version
             new.append(copy_)
         outputs = [Entry(new[ig.node_id[id(e.node)]], e.index, e.version) for e in self.outputs]
-        return Graph(outputs, self.attrs)
+        out = Graph(outputs, self.attrs)
+        if [n.name for n in out.indexed.nodes] != [n.name for n in ig.nodes]:
+            raise GraphexecError("with_node_attrs: the copied graph lost the node order its "
+                                 "entry-indexed attributes depend on")
+        return out

@@ -850,15 +850,22 @@ def channel_rows(xp, dtype, axis: int, *arrays) -> tuple[list, bool] | None:
     return None
 
 
+def _planes(xp, axis: int, *arrays) -> list | None:
+    """``arrays`` as (before ``axis``, ``axis``, after it) for the loops over channels, or
+    None where those do not apply (see :func:`channel_rows`; channels-last rows take the
+    rows loops)."""
+    found = channel_rows(xp, arrays[-1].dtype, axis, *arrays)
+    return None if found is None or found[1] else found[0]
+
+
 def affine_runner(xp, x, out, axis: int, relu: bool):
     """``f(scale, shift)``: out = x * scale[c] + shift[c] over ``axis`` (then max(., 0) with
     ``relu``) in one pass of the compiled ``channel_affine`` loop, split across the host's
-    threads for large data (``out`` may be ``x``); None where it does not apply (see
-    :func:`channel_rows`; channels-last rows take the rows loops)."""
-    found = channel_rows(xp, out.dtype, axis, x, out)
-    if found is None or found[1]:
+    threads for large data (``out`` may be ``x``); None where it does not apply."""
+    planes = _planes(xp, axis, x, out)
+    if planes is None:
         return None
-    x3, out3 = found[0]
+    x3, out3 = planes
     stat = np.empty(x3.shape[1], out.dtype)
     loop = compiled_for("channel_affine", x3, stat, stat, out3, relu,
                         *channel_range(x3.shape[1], False))
@@ -871,11 +878,11 @@ def affine_runner(xp, x, out, axis: int, relu: bool):
 def shift_runner(xp, out, axis: int, relu: bool):
     """``f(shift)``: out += shift[c] over ``axis`` in place (then max(., 0) with ``relu``)
     in one pass of the compiled ``channel_shift`` loop, split across the host's threads for
-    large data; None where it does not apply (see :func:`channel_rows`)."""
-    found = channel_rows(xp, out.dtype, axis, out)
-    if found is None or found[1]:
+    large data; None where it does not apply."""
+    planes = _planes(xp, axis, out)
+    if planes is None:
         return None
-    out3 = found[0][0]
+    out3 = planes[0]
     stat = np.empty(out3.shape[1], out.dtype)
     loop = compiled_for("channel_shift", out3, stat, relu, *channel_range(out3.shape[1], False))
     if loop is None:

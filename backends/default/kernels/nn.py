@@ -85,10 +85,11 @@ def activation(call):
 
 @kernel_variant("Activation", NATIVE_RELU_FUSED)
 @kernel_variant("Activation", BATCHNORM_RELU)
-def relu_after_batch_norm(call):
-    """A relu whose BatchNorm (variant ``BATCHNORM_RELU``, the relu's only input) wrote
-    max(., 0) already: nothing to do where the output is the input's array (the memory plan
-    ran it in place), else the relu (of values already non-negative: the same numbers)."""
+def relu_already_applied(call):
+    """A relu whose input's producer (a BatchNorm of variant ``BATCHNORM_RELU``, a BatchNorm
+    or Convolution of ``NATIVE_RELU_FUSED``; the relu its only reader) wrote max(., 0)
+    already: nothing to do where the output is the input's array (the memory plan ran it
+    in place), else the relu (of values already non-negative: the same numbers)."""
     return nothing if same_array(call.inputs[0], call.outputs[0]) else activation(call)
 
 
@@ -380,9 +381,9 @@ def _compiled_batch_norm(xp, x, out, axis: int, dtype, batch: bool, openmp: bool
     (x3, out3), rows = found
     if rows:
         return _compiled_rows(x3, out3, dtype, batch, store, relu)
-    c = x3.shape[1]
-    stat = np.empty(c, dtype)  # gamma, beta, the statistics: this type and layout
     if batch:
+        c = x3.shape[1]
+        stat = np.empty(c, dtype)  # gamma, beta, the statistics: this type and layout
         scale, shift = (np.empty(c, dtype), np.empty(c, dtype)) if store is None else store
         loop = compiled_for("batch_norm_train_parts" if openmp else "batch_norm_train", x3,
                             stat, stat, dtype.type(0), True, stat, stat, stat, stat, stat,
