@@ -56,6 +56,11 @@ GEOMETRIES = [  # shape (N, C, H, W), kernel, stride, pad, dilate, bias
     ((2, 4, 8, 8), (3, 3), (1, 1), (0, 0), (3, 3), True),
     ((2, 6, 2, 3), (3, 3), (1, 1), (1, 1), (1, 1), False),  # maps smaller than the kernel
     ((4, 16, 4, 4), (1, 1), (2, 2), (0, 0), (1, 1), True),
+    # 3 x 3 at column stride 2 and 3 (nine taps a pixel where its rows and columns are
+    # inside), dilated, padded beyond the stride; the same with a one-row map
+    ((2, 6, 13, 12), (3, 3), (2, 2), (2, 1), (2, 2), True),
+    ((1, 4, 9, 10), (3, 3), (1, 3), (0, 2), (1, 1), False),
+    ((2, 9, 1, 8), (3, 3), (1, 2), (1, 1), (1, 1), True),
 ]
 
 

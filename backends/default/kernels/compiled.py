@@ -787,7 +787,10 @@ _OPTIONS = {"_block_sums": ", fastmath={'reassoc'}", "_batch_norm_train_parts": 
             "_madd": ", fastmath={'contract'}, inline='always'",
             "_span_madd": ", fastmath={'contract'}, inline='always'",
             "_lane_data_gradient": ", inline='always'", "_inside": ", inline='always'",
-            "_dw_row": ", fastmath={'contract'}"}
+            "_three_taps": ", fastmath={'contract'}, inline='always'",
+            "_nine_taps": ", fastmath={'contract'}, inline='always'",
+            "_dw_row": ", fastmath={'contract'}, inline='always'",
+            "_strided_3x3_row": ", fastmath={'contract'}"}
 _LOOPS = {"depthwise": "_depthwise_loops", "channel_affine": "_channel_affine",
           "channel_shift": "_channel_shift",
           "batch_norm_train": "_batch_norm_train", "batch_norm_backward": "_batch_norm_backward",
