@@ -122,8 +122,8 @@ _BLOCK_MIN = 256
 
 
 def bound_by_scalar(xp, ufunc: str, x, value, out) -> Callable[[], None]:
-    """A kernel writing ``xp.<ufunc>(x, value)`` into ``out`` (``ufunc`` is 'maximum' or
-    'minimum', ``value`` a scalar of ``out``'s dtype). On the host, for contiguous data of
+    """A kernel writing ``xp.<ufunc>(x, value)`` into ``out`` (``ufunc`` is 'maximum',
+    'minimum' or 'fmax', ``value`` a scalar of ``out``'s dtype). On the host, for contiguous data of
     one dtype, the scalar becomes a shared read-only constant block (see ``_BLOCK_LIMIT``);
     results are identical, NaN and signed zeros included."""
     fn = getattr(xp, ufunc)

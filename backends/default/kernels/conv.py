@@ -19,7 +19,8 @@ from graphexec.core.ops.common import lowest
 from graphexec.core.ops.conv import (conv_geometry, deconv_adjustments, deconv_pads,
                                      pool_count_region, pool_geometry)
 
-from .base import NATIVE_RELU_FUSED, OPENMP, kernel, kernel_variant, nothing, sequence
+from .base import (NATIVE_RELU_FUSED, OPENMP, bound_by_scalar, kernel, kernel_variant, nothing,
+                   sequence)
 from .compiled import shift_runner
 from .conv_fast import (compiled_depthwise_runner, depthwise_runner, grouped_matmul,
                         rows_depthwise_runner,
@@ -27,7 +28,8 @@ from .conv_fast import (compiled_depthwise_runner, depthwise_runner, grouped_mat
 from .nn import matmul_into, reshaper, work_dtype
 
 __all__ = ["channel_first_view", "windows", "Scratch", "padded_shape", "pad_into",
-           "padded_source", "offset_slices", "avg_divisor", "lp_root"]
+           "padded_source", "offset_slices", "avg_divisor", "lp_root", "first_maximum",
+           "window_max"]
 
 
 def channel_first_view(arr, last: bool):
@@ -273,14 +275,34 @@ def avg_divisor(xp, p, sp_in: tuple, geo, out_sp: tuple):
     return xp.asarray(np.maximum(counts, 1))
 
 
+def window_max(xp, a, axes: tuple, out, keepdims: bool = False):
+    """The maximum over ``axes`` of ``a`` into ``out`` skipping NaN (a slice of NaN only
+    gives NaN, which the max pooling kernels then raise to the dtype's lowest value)."""
+    if xp is np:
+        np.fmax.reduce(a, axis=axes, out=out, keepdims=keepdims)
+    else:
+        xp.nanmax(a, axis=axes, out=out, keepdims=keepdims)
+
+
+def first_maximum(xp, flat, peak):
+    """The index along the last axis of ``flat`` of the first element equal to ``peak``
+    (``flat``'s shape but the last axis 1): 0 where none is (a window of NaN or values at
+    or below the dtype's lowest, whose maximum is that lowest value)."""
+    return (flat == peak).argmax(axis=-1)
+
+
 def _global_pool(call, x, out, ws):
     xp, p = call.xp, call.params
     axes = tuple(range(2, x.ndim))
     if p.pool_type == "max":
+        floor = bound_by_scalar(xp, "fmax", out, lowest(out.dtype), out)
+        planes = x.shape[:2]
+
         def run():
-            xp.max(x, axis=axes, keepdims=True, out=out)
+            window_max(xp, x, axes, out, keepdims=True)
+            floor()
             if ws is not None and call.is_train:
-                flat = x.reshape(*x.shape[:2], -1).argmax(axis=-1)
+                flat = first_maximum(xp, x.reshape(*planes, -1), out.reshape(*planes, 1))
                 xp.copyto(ws.reshape(flat.shape), flat, casting="unsafe")
         return run
     if p.pool_type in ("avg", "sum"):
@@ -300,7 +322,8 @@ def lp_root(xp, a, pv: int):
 
 def _axis_passes(call, geo, src_shape: tuple, out_sp: tuple, dtype, combine: str):
     """(scratch specs, ``f(src, out, bufs)``): the windows of ``src`` (shaped
-    ``src_shape``) reduced one spatial axis at a time (``combine`` "maximum" or "add"), each
+    ``src_shape``) reduced one spatial axis at a time (``combine`` "fmax", which skips NaN,
+    or "add"), each
     pass one ufunc call per kernel offset along its axis into a scratch array in ``dtype``
     (the last pass into ``out``; ``bufs`` the specs' arrays). A k x k window so costs 2k
     calls where all its offsets cost k*k: per pooling (batch 1) 0.54x the offsets' time for
@@ -337,23 +360,32 @@ def _axis_passes(call, geo, src_shape: tuple, out_sp: tuple, dtype, combine: str
     return specs, run
 
 
-def _max_pool(call, source, out, whole, passes):
+def _max_pool(call, source, out, whole, passes, floor):
     """Max pooling by one reduction over the windows (``whole``) or axis by axis
-    (``passes``)."""
+    (``passes``), skipping NaN, then ``floor``: the maximum is at least the dtype's lowest
+    value (MXNet starts each window there and takes an element only when greater: a window
+    of NaN or -inf gives the lowest value)."""
     xp = call.xp
     if whole is not None:
         view, axes = whole
-        return lambda: xp.max(view(source()[0]), axis=axes, out=out)
+
+        def reduce():
+            window_max(xp, view(source()[0]), axes, out)
+            floor()
+        return reduce
 
     def run():
         src, bufs = source()
         passes(src, out, bufs)
+        floor()
     return run
 
 
-def _tracked_max_pool(call, source, out, ws, slices):
+def _tracked_max_pool(call, source, out, ws, slices, floor):
     """Max pooling in training: one kernel offset at a time, the workspace ``ws`` receiving
-    each window's first maximum's offset (read by the backward)."""
+    each window's first maximum's offset (read by the backward): MXNet's running maximum
+    from the dtype's lowest value, taking an element only when greater (NaN never is; a
+    window with none gives the lowest value and offset 0)."""
     xp = call.xp
     first, rest = slices[0], slices[1:]
     better = xp.empty(out.shape, dtype=bool)
@@ -362,6 +394,7 @@ def _tracked_max_pool(call, source, out, ws, slices):
     def tracked():
         src = source()[0]
         xp.copyto(out, src[first])
+        floor()
         ws.fill(0)
         for k, sl in enumerate(rest, 1):
             # offsets come in increasing order, so max(ws, k * better) records the latest
@@ -369,7 +402,7 @@ def _tracked_max_pool(call, source, out, ws, slices):
             xp.greater(src[sl], out, out=better)
             xp.multiply(better, k, out=step)
             xp.maximum(ws, step, out=ws)
-            xp.maximum(out, src[sl], out=out)
+            xp.fmax(out, src[sl], out=out)
     return tracked
 
 
@@ -419,10 +452,13 @@ def padded_source(call, x, pads: tuple, fill, dtype=None, copy: bool = False,
 
 @kernel("Pooling")
 def pooling(call):
-    """max / avg / sum / lp pooling. Max pads with the dtype's lowest value (a window over
-    padding only gives it, as MXNet). In training the hidden ``workspace`` output receives,
-    for each window, the kernel offset of its first maximum (row-major within the window;
-    the global-pooling argmax over the plane), from which the gradient routes back. lp
+    """max / avg / sum / lp pooling. Max, as MXNet's, is a running maximum from the dtype's
+    lowest value that takes an element only when greater: NaN never wins, a window of NaN
+    or -inf (or over padding only) gives the lowest value. In training the hidden
+    ``workspace`` output receives, for each window, the kernel offset of its first maximum
+    (row-major within the window; for global pooling the index in the plane; 0 where no
+    element is above the lowest value, as MXNet's oneDNN kernels give), from which the
+    gradient routes back. lp
     raises a float32 (float16 data) scratch copy to the power in place."""
     xp, p = call.xp, call.params
     geo, out_sp = pool_geometry(p, call.inputs[0].shape)
@@ -439,13 +475,15 @@ def pooling(call):
         src_shape = padded_shape(x.shape, geo.pad) if _has_pad(geo.pad) else x.shape
         dtype = x.dtype if p.pool_type == "max" else work_dtype(x.dtype)
         specs, passes = _axis_passes(call, geo, src_shape, out_sp, dtype,
-                                     "maximum" if p.pool_type == "max" else "add")
+                                     "fmax" if p.pool_type == "max" else "add")
     if p.pool_type == "max":
         source = padded_source(call, x, geo.pad, lowest(x.dtype), extra=specs)
+        floor = bound_by_scalar(xp, "fmax", out, lowest(out.dtype), out)
         if tracked:
             return _tracked_max_pool(call, source, out, ws,
-                                     offset_slices(geo.kernel, geo.stride, geo.dilate, out_sp))
-        return _max_pool(call, source, out, whole, passes)
+                                     offset_slices(geo.kernel, geo.stride, geo.dilate, out_sp),
+                                     floor)
+        return _max_pool(call, source, out, whole, passes, floor)
     lp = p.pool_type == "lp" and p.p_value != 1
     source = padded_source(call, x, geo.pad, 0, work_dtype(x.dtype) if lp else None, copy=lp,
                            extra=specs)

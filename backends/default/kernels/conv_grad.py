@@ -20,7 +20,8 @@ from graphexec.core.ops.common import lowest
 from graphexec.core.ops.conv import conv_geometry, deconv_adjustments, deconv_pads, pool_geometry
 
 from .base import OPENMP, kernel, kernel_variant, sequence
-from .conv import Scratch, avg_divisor, channel_first_view, offset_slices, pad_into, padded_shape
+from .conv import (Scratch, avg_divisor, channel_first_view, first_maximum, offset_slices,
+                   pad_into, padded_shape)
 from .conv_fast import is_depthwise, rows_depthwise_backward_runner
 from .nn import matmul_into, reshaper, work_dtype
 from .nn_grad import nothing, sum_into, target
@@ -333,7 +334,8 @@ def _global_backward(call, og, x, y, ws, dx):
         rows = xp.arange(n * c)
 
         def route():
-            idx = ws.reshape(-1) if ws is not None else x.reshape(n * c, size).argmax(axis=-1)
+            idx = (ws.reshape(-1) if ws is not None
+                   else first_maximum(xp, x.reshape(n * c, size), y.reshape(n * c, 1)))
             flat.fill(0)
             flat[rows, idx] = og.reshape(-1)
             commit()
