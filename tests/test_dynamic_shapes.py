@@ -152,3 +152,19 @@ def test_infer_shape_leaves_the_masked_dimension_unknown():
     m = S._contrib_boolean_mask(S.var("data"), S.var("index"))
     _, out, _ = m.infer_shape_partial(data=(4, 3), index=(4,))
     assert out == [(0, 3)]  # 0: unknown, as MXNet's legacy shapes
+
+
+def test_imperative_call_settles_the_shape_from_the_values():
+    """``gx.nd.contrib.boolean_mask`` as ``mx.nd.contrib.boolean_mask``: the output's rows
+    follow the index at every call (one prepared plan for all), none kept gives (0, ...),
+    ``out=`` must have the settled shape."""
+    data = gx.nd.array(np.arange(24.0).reshape(3, 4, 2))
+    kept = gx.nd.contrib.boolean_mask(data, gx.nd.array([1, 0, 1]))
+    np.testing.assert_array_equal(kept, np.arange(24.0).reshape(3, 4, 2)[[0, 2]])
+    assert gx.nd.contrib.boolean_mask(data, gx.nd.array([0, 0, 1])).shape == (1, 4, 2)
+    assert gx.nd.contrib.boolean_mask(data, gx.nd.array([0, 0, 0])).shape == (0, 4, 2)
+    target = gx.nd.zeros((2, 4, 2))
+    gx.nd.contrib.boolean_mask(data, gx.nd.array([1, 1, 0]), out=target)
+    np.testing.assert_array_equal(target, np.arange(16.0).reshape(2, 4, 2))
+    with pytest.raises(GraphexecError, match=r"out\[0\] has shape \(2, 4, 2\).*\(1, 4, 2\)"):
+        gx.nd.contrib.boolean_mask(data, gx.nd.array([1, 0, 0]), out=target)

@@ -55,7 +55,14 @@ def mod(e, a: str, b: str) -> str:
 
 
 def sign(e, x: str) -> str:
-    return f"sel({x} > {e.zero}, {e.one}, sel({x} < {e.zero}, -{e.one}, {x}))"
+    """MXNet's sign: 1, -1, else 0 (NaN and -0 included)."""
+    return f"sel({x} > {e.zero}, {e.one}, sel({x} < {e.zero}, -{e.one}, {e.zero}))"
+
+
+def rint(e, x: str) -> str:
+    """MXNet's rint: floor(x), or ceil(x) where nearer (ties down), a zero with x's sign."""
+    low = e.let(f"np.floor({x})")
+    return f"np.copysign({low} + sel({x} - {low} > {e.k(0.5)}, {e.one}, {e.zero}), {x})"
 
 
 def _call(name: str) -> Callable[..., str]:
@@ -81,7 +88,7 @@ UNARY = {
     "radians": Lowering(lambda e, p, x: f"({x} * {e.k(math.pi / 180)})"),
     "floor": Lowering(_np("floor")),
     "ceil": Lowering(_np("ceil")),
-    "rint": Lowering(_np("rint")),
+    "rint": Lowering(lambda e, p, x: rint(e, x)),
     "trunc": Lowering(_np("trunc")),
     "fix": Lowering(_np("trunc")),
     # MXNet rounds halves away from zero

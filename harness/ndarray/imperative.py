@@ -52,7 +52,9 @@ def cached_plans() -> int:
 
 class OneNodePlan:
     """One operator node with fixed attributes, input shapes and dtypes: its parsed
-    parameters, output shapes and dtypes, and kernel factory."""
+    parameters, output shapes and dtypes, and kernel factory. A dynamic-shape operator
+    (``_contrib_boolean_mask``) gets its output shapes from the input values at each call
+    (:meth:`specs`, the operator's ``settle_shape``, as the executor settles them)."""
 
     __slots__ = ("op", "node", "out_specs", "factory", "inplace_ok", "num_visible")
 
@@ -73,7 +75,8 @@ class OneNodePlan:
         nid = ig.node_id[id(self.node)]
         shapes = g.attrs["shape"][rp[nid]:rp[nid + 1]]
         dtypes = g.attrs["dtype"][rp[nid]:rp[nid + 1]]
-        if not all(known(s) for s in shapes) or any(t is None for t in dtypes):
+        settled_later = op.settle_shape is not None
+        if not (settled_later or all(known(s) for s in shapes)) or any(t is None for t in dtypes):
             raise ImperativeError(f"{op.name}: the output shapes {shapes} / dtypes {dtypes} "
                                   f"cannot be decided from inputs {list(in_specs)} and "
                                   f"attributes {attrs}")
@@ -82,6 +85,13 @@ class OneNodePlan:
         self.factory = registry.lookup(op.name, ctx.device_type)
         self.inplace_ok = registry.inplace_ok(op.name, ctx.device_type)
         self.num_visible = op.num_visible_outputs(self.node.params)
+
+    def specs(self, inputs: list) -> list[tuple]:
+        """The outputs' (shape, dtype) for ``inputs``."""
+        if self.op.settle_shape is None:
+            return self.out_specs
+        shapes = self.op.settle_shape(self.node.params, inputs)
+        return [(tuple(s), t) for s, (_, t) in zip(shapes, self.out_specs)]
 
     def run(self, inputs: list, outputs: list, ctx: Context, is_train: bool) -> None:
         """Compute ``outputs`` (arrays of ``out_specs``) from ``inputs``."""
@@ -181,7 +191,8 @@ def _context(ctx: Any, inputs: list) -> Context:
 
 
 def _run(plan: OneNodePlan, inputs: list, out: Any, ctx: Context, is_train: bool) -> list:
-    fresh = [user_array(ctx.xp.empty(s, t), ctx) for s, t in plan.out_specs]
+    specs = plan.specs(inputs)
+    fresh = [user_array(ctx.xp.empty(s, t), ctx) for s, t in specs]
     if out is None:
         plan.run(inputs, [np.asarray(a) for a in fresh], ctx, is_train)
         return fresh
@@ -190,10 +201,10 @@ def _run(plan: OneNodePlan, inputs: list, out: Any, ctx: Context, is_train: bool
         raise ImperativeError(f"{plan.op.name}: out= gives {len(targets)} arrays for "
                               f"{plan.num_visible} outputs")
     for k, t in enumerate(targets):
-        if tuple(t.shape) != plan.out_specs[k][0]:
+        if tuple(t.shape) != specs[k][0]:
             raise ArrayValueError(f"{plan.op.name}: out[{k}] has shape {tuple(t.shape)}, the "
-                                  f"result has shape {plan.out_specs[k][0]}")
-    direct = all(t.dtype == plan.out_specs[k][1] and t.flags.c_contiguous
+                                  f"result has shape {specs[k][0]}")
+    direct = all(t.dtype == specs[k][1] and t.flags.c_contiguous
                  and (plan.inplace_ok or not any(np.may_share_memory(t, a) for a in inputs))
                  for k, t in enumerate(targets))
     if direct:

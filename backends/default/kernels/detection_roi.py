@@ -186,7 +186,8 @@ def _pool_forward(xp, p, data, rois, out, argmax) -> None:
             & (cols < we[sel][:, None, :, None, None])
         b = xp.clip(batch[sel], 0, nb - 1)[:, None, None, None, None]
         cells = last[b, xp.minimum(rows, hgt - 1), xp.minimum(cols, wid - 1)]
-        cells = xp.where(inside[..., None], cells, data.dtype.type(-np.inf))
+        # NaN never wins, as in MXNet's scan from -FLT_MAX taking larger values only
+        cells = xp.where(inside[..., None] & (cells == cells), cells, data.dtype.type(-np.inf))
         cells = cells.reshape(cells.shape[0], ph, pw, bh * bw, c)
         best = xp.argmax(cells, axis=3)                                     # (r, ph, pw, c)
         value = xp.take_along_axis(cells, best[:, :, :, None], axis=3)[:, :, :, 0]

@@ -10,12 +10,12 @@ from .base import bound_by_scalar, cast_scalar, kernel, scalar_operand, special
 
 # unary ops that are a single ufunc of the array module
 _UFUNC = {name: name for name in (
-    "abs", "sign", "negative", "reciprocal", "square", "sqrt", "cbrt", "exp", "expm1", "log",
+    "abs", "negative", "reciprocal", "square", "sqrt", "cbrt", "exp", "expm1", "log",
     "log10", "log2", "log1p", "sin", "cos", "tan", "arcsin", "arccos", "arctan", "sinh",
     "cosh", "tanh", "arcsinh", "arccosh", "arctanh", "degrees", "radians", "floor", "ceil",
-    "rint", "trunc")}
+    "trunc")}
 _UFUNC["fix"] = "trunc"
-_SPECIAL = {"erf": "erf", "erfinv": "erfinv", "gamma": "gamma", "gammaln": "gammaln"}
+_SPECIAL = {"erf": "erf", "erfinv": "erfinv", "gamma": "gamma"}
 
 
 def _unary_ufunc(name):
@@ -46,6 +46,54 @@ def round_half_away(call):
         xp.add(y, 0.5, out=y)
         xp.floor(y, out=y)
         xp.copysign(y, x, out=y)
+    return run
+
+
+@kernel("sign", inplace=True)
+def sign(call):
+    """-1, 0 or 1; NaN gives 0, as MXNet's sign (x < 0 ? -1 : x > 0 ? 1 : 0); numpy's gives
+    NaN."""
+    xp, x, y = call.xp, call.inputs[0], call.outputs[0]
+
+    def run():
+        xp.sign(x, out=y)
+        xp.nan_to_num(y, copy=False, nan=0.0)
+    return run
+
+
+@kernel("rint")
+def rint_half_down(call):
+    """MXNet's rint: the nearer of floor(x) and ceil(x), floor(x) on a tie (1.5 -> 1, -2.5 ->
+    -3, -0.5 -> -1; numpy's rint rounds ties to even); a zero result keeps x's sign (ceil
+    of -0.3 is -0). Not in place: x is read after the output is first written."""
+    xp, x, y = call.xp, call.inputs[0], call.outputs[0]
+    low = xp.empty(x.shape, x.dtype)
+    half = scalar_operand(xp, 0.5, y)
+
+    def run():
+        xp.floor(x, out=low)
+        with _quiet(xp):
+            xp.subtract(x, low, out=y)   # x - floor(x), exact; NaN for +-inf and NaN
+        xp.greater(y, half, out=y)       # 1 where ceil(x) is nearer
+        xp.add(y, low, out=y)
+        xp.copysign(y, x, out=y)
+    if x.dtype.kind != "f":
+        return partial(xp.copyto, y, x)  # integers are their own nearest integer
+    return run
+
+
+@kernel("gammaln", inplace=True)
+def gammaln(call):
+    """log |gamma(x)|, +inf at -inf as C's lgamma (MXNet's; scipy's gammaln gives -inf)."""
+    xp, x, y = call.xp, call.inputs[0], call.outputs[0]
+    fn = special(xp).gammaln
+    minus_inf = xp.empty(x.shape, bool)
+    inf = scalar_operand(xp, float("inf"), y)
+
+    def run():
+        xp.isneginf(x, out=minus_inf)
+        fn(x, out=y)
+        xp.copyto(y, inf, where=minus_inf)
     return run
 
 

@@ -27,7 +27,7 @@ def _write(xp, out, value):
 
 # derivative of each unary op from its source (x, or y for ops in UNARY_FROM_OUTPUT)
 _DERIV = {
-    "abs": lambda xp, x: xp.sign(x),
+    "abs": lambda xp, x: xp.nan_to_num(xp.sign(x), copy=False, nan=0.0),  # MXNet's sign
     "reciprocal": lambda xp, x: -1 / (x * x),
     "square": lambda xp, x: 2 * x,
     "sqrt": lambda xp, y: 0.5 / y,

@@ -41,10 +41,10 @@ _SCALAR = {"_plus_scalar": ("Add", False), "_minus_scalar": ("Sub", False),
            "_logical_xor_scalar": ("Xor", False)}
 _UNARY = {"exp": "Exp", "log": "Log", "sqrt": "Sqrt", "abs": "Abs", "negative": "Neg",
           "sin": "Sin", "cos": "Cos", "tan": "Tan", "tanh": "Tanh", "sigmoid": "Sigmoid",
-          "relu": "Relu", "erf": "Erf", "floor": "Floor", "ceil": "Ceil", "sign": "Sign",
+          "relu": "Relu", "erf": "Erf", "floor": "Floor", "ceil": "Ceil",
           "reciprocal": "Reciprocal", "arcsin": "Asin", "arccos": "Acos", "arctan": "Atan",
           "sinh": "Sinh", "cosh": "Cosh", "arcsinh": "Asinh", "arccosh": "Acosh",
-          "arctanh": "Atanh", "softsign": "Softsign", "rint": "Round"}
+          "arctanh": "Atanh", "softsign": "Softsign"}
 _IDENTITY = ("_copy", "BlockGrad", "MakeLoss", "make_loss", "_CrossDeviceCopy",
              "_identity_with_attr_like_rhs")
 
@@ -196,6 +196,31 @@ def _round(c: ConvertCall) -> None:
     shifted = c.b.one("Add", [c.b.one("Abs", [c.x], hint=c.hint("abs")), half],
                       hint=c.hint("shifted"))
     _signed(c, c.b.one("Floor", [shifted], hint=c.hint("floor")))
+
+
+@converter("sign")
+def _sign(c: ConvertCall) -> None:
+    """MXNet's sign gives 0 for NaN (ONNX Runtime's Sign gives NaN)."""
+    sign = c.b.one("Sign", [c.x], None if c.in_dtypes[0].kind == "f" else c.out,
+                   hint=c.hint("sign"))
+    if c.in_dtypes[0].kind == "f":
+        zero = c.b.const(0, c.in_dtypes[0], c.hint("zero"))
+        c.b.one("Where", [c.b.one("IsNaN", [c.x], hint=c.hint("isnan")), zero, sign], c.out)
+
+
+@converter("rint")
+def _rint(c: ConvertCall) -> None:
+    """MXNet's rint (ties down; ONNX Round goes to even): floor(x) + [x - floor(x) > 1/2].
+    A zero result is +0 where MXNet's keeps x's sign (-0.3 gives -0 there): ONNX Runtime's
+    Where drops the sign of a zero it selects, so no composition here restores it."""
+    if c.in_dtypes[0].kind != "f":
+        c.b.one("Identity", [c.x], c.out)
+        return
+    dt = c.in_dtypes[0]
+    low = c.b.one("Floor", [c.x], hint=c.hint("floor"))
+    frac = c.b.one("Sub", [c.x, low], hint=c.hint("frac"))
+    up = c.b.one("Greater", [frac, c.b.const(0.5, dt, c.hint("half"))], hint=c.hint("up"))
+    c.b.one("Add", [low, c.b.one("Cast", [up], hint=c.hint("up_f"), to=onnx_dtype(dt))], c.out)
 
 
 @converter("trunc", "fix")

@@ -11,10 +11,9 @@ from .common import broadcast_inputs, same_shapes
 
 _UNARY = {"Exp": "exp", "Log": "log", "Sqrt": "sqrt", "Abs": "abs", "Neg": "negative",
           "Sin": "sin", "Cos": "cos", "Tan": "tan", "Floor": "floor", "Ceil": "ceil",
-          "Reciprocal": "reciprocal", "Erf": "erf", "Sign": "sign", "Asin": "arcsin",
+          "Reciprocal": "reciprocal", "Erf": "erf", "Asin": "arcsin",
           "Acos": "arccos", "Atan": "arctan", "Sinh": "sinh", "Cosh": "cosh",
-          "Asinh": "arcsinh", "Acosh": "arccosh", "Atanh": "arctanh",
-          "Round": "rint", "Not": "logical_not"}  # rint rounds halves to even, as ONNX
+          "Asinh": "arcsinh", "Acosh": "arccosh", "Atanh": "arctanh", "Not": "logical_not"}
 # ONNX op -> (broadcast op, scalar op with the scalar on the right, on the left)
 _BINARY = {"Add": ("broadcast_add", "_plus_scalar", "_plus_scalar"),
            "Sub": ("broadcast_sub", "_minus_scalar", "_rminus_scalar"),
@@ -40,6 +39,39 @@ def _unary(mx: str):
 
 for _t, _mx in _UNARY.items():
     importer(_t)(_unary(_mx))
+
+
+def _nan_kept(ctx, node, x, res):
+    """``res`` where ``x`` is a number, ``x`` (NaN) where it is NaN."""
+    nan = op(ctx, node, "_not_equal", [x, x], suffix="isnan")
+    return op(ctx, node, "where", [nan, x, res])
+
+
+@importer("Sign")
+def _sign(ctx, node):
+    """graphexec's sign (MXNet's) gives 0 for NaN, ONNX's (numpy's) NaN."""
+    x = ctx.sym(node.input[0])
+    res = op(ctx, node, "sign", [x], suffix="sign")
+    dtype = ctx.dtype(node.input[0])
+    return [res if dtype is not None and dtype.kind != "f" else _nan_kept(ctx, node, x, res)]
+
+
+@importer("Round")
+def _round(ctx, node):
+    """Halves to even (ONNX, numpy's rint; MXNet's round goes away from zero, its rint down):
+    floor(x) + [frac > 1/2] + [frac == 1/2 and floor(x) odd], a zero result with x's sign."""
+    x = ctx.sym(node.input[0])
+    low = op(ctx, node, "floor", [x], suffix="floor")
+    frac = op(ctx, node, "elemwise_sub", [x, low], suffix="frac")
+    up = op(ctx, node, "_greater_scalar", [frac, ], scalar=0.5, suffix="up")
+    tie = op(ctx, node, "_equal_scalar", [frac], scalar=0.5, suffix="tie")
+    odd = op(ctx, node, "_mod_scalar", [low], scalar=2.0, suffix="odd")
+    even_up = op(ctx, node, "where", [tie, odd, op(ctx, node, "zeros_like", [odd],
+                                                   suffix="zero")], suffix="even_up")
+    res = op(ctx, node, "add_n", [low, up, even_up], num_args=3, suffix="sum")
+    zero = op(ctx, node, "_equal_scalar", [res], scalar=0.0, suffix="is_zero")
+    return [op(ctx, node, "where", [zero, op(ctx, node, "_mul_scalar", [x], scalar=0.0,
+                                             suffix="signed_zero"), res])]
 
 
 @importer("Identity")

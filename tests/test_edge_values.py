@@ -1,0 +1,118 @@
+"""MXNet 1.9.1's numbers at NaN, infinities, signed zeros and ties, for the operators whose
+obvious numpy counterpart gives other ones (values recorded from the oracle, ``mx.nd`` on the
+CPU, ``MXNET_SUBGRAPH_BACKEND=NONE``; its own kernels and its default oneDNN ones agree on
+these): sign (NaN gives 0), rint (ties go down, to floor(x)), gammaln (+inf at -inf), the
+gradient of abs (0 at NaN), ROIPooling (NaN never wins); the native kernels, the fused
+backend's generated ones and the ``onnxrt`` export; and the ONNX importer's Round and Sign,
+which keep ONNX's (numpy's) meaning."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import TensorProto, helper
+
+import graphexec as gx
+from graphexec.backends.onnxrt.importer import import_model
+
+NAN, INF = np.nan, np.inf
+X = np.array([NAN, -0.0, 0.0, -2, 3, INF, -INF, 1.5, -2.5, 2.5, -0.5, 0.5, -0.3, 0.3, 0.7,
+              -0.7, 8388609], np.float32)
+# MXNet 1.9.1 on X
+MX_SIGN = [0, 0, 0, -1, 1, 1, -1, 1, -1, 1, -1, 1, -1, 1, 1, -1, 1]
+MX_RINT = [NAN, -0.0, 0.0, -2, 3, INF, -INF, 1, -3, 2, -1, 0, -0.0, 0, 1, -1, 8388609]
+MX_ABS_GRAD = MX_SIGN  # d|x|/dx is sign(x), 0 at NaN
+
+BACKENDS = ["NONE", "fused", "onnxrt"]
+
+
+def _run(op: str, backend: str, x=X, train: bool = False):
+    data = gx.sym.Variable("d")
+    # the fused backend claims regions of two or more pointwise nodes
+    sym = getattr(gx.sym, op)(data * 1.0 if backend == "fused" else data)
+    backend = "fused:cost_model=false,min_size=1" if backend == "fused" else backend
+    exe = sym.simple_bind(gx.cpu(), grad_req="write" if train else "null", backend=backend,
+                          d=x.shape)
+    exe.arg_dict["d"][...] = x
+    if backend != "NONE":
+        assert "region" in str(exe.partition_plan), exe.partition_plan  # the backend runs it
+    out = exe.forward(is_train=train)[0].copy()
+    if train:
+        exe.backward([np.ones(x.shape, np.float32)])
+        return out, exe.grad_dict["d"].copy()
+    return out
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_sign_of_nan_is_zero(backend):
+    got = _run("sign", backend)
+    np.testing.assert_array_equal(got, np.array(MX_SIGN, np.float32))
+    np.testing.assert_array_equal(np.signbit(got), np.array(MX_SIGN) < 0)  # +0 for -0
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_rint_ties_go_down(backend):
+    got = _run("rint", backend)
+    want = np.array(MX_RINT, np.float32)
+    np.testing.assert_array_equal(got, want)
+    if backend != "onnxrt":  # ONNX Runtime's Where drops a zero's sign (converter docstring)
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+
+def test_rint_of_integers_and_other_floats():
+    for dtype in (np.float64, np.float16):
+        x = np.array([1.5, -2.5, 2.5, -0.5, INF], dtype)
+        exe = gx.sym.rint(gx.sym.Variable("d")).simple_bind(gx.cpu(), grad_req="null", d=(5,),
+                                                            type_dict={"d": dtype})
+        exe.arg_dict["d"][...] = x
+        np.testing.assert_array_equal(exe.forward()[0], np.array([1, -3, 2, -1, INF], dtype))
+    ints = gx.nd.array(np.array([-5, 3], np.int32), dtype="int32")
+    assert gx.nd.rint(ints).tolist() == [-5, 3] and gx.nd.sign(ints).tolist() == [-1, 1]
+
+
+@pytest.mark.parametrize("backend", ["NONE", "fused"])
+def test_abs_gradient_at_nan_is_zero(backend):
+    _, grad = _run("abs", backend, train=True)
+    np.testing.assert_array_equal(grad, np.array(MX_ABS_GRAD, np.float32))
+
+
+def test_gammaln_at_minus_infinity():
+    x = np.array([-INF, INF, -1, 0.5, NAN], np.float32)
+    got = gx.nd.gammaln(gx.nd.array(x))
+    np.testing.assert_allclose(got, [INF, INF, INF, 0.5723649, NAN], rtol=1e-6)
+
+
+def test_roi_pooling_skips_nan():
+    """MXNet 1.9.1: a bin holding NaN and inf gives inf; a bin of NaN only gives -FLT_MAX."""
+    data = np.array([NAN, INF, -INF, -0.0, 0.0, 1.5, -2.5, 3.0, -1.0, 0.5, 2.0, -3.0],
+                    np.float32).reshape(1, 1, 3, 4)
+    rois = np.array([[0, 0, 0, 3, 2]], np.float32)
+    out = gx.nd.ROIPooling(gx.nd.array(data), gx.nd.array(rois), pooled_size=(2, 2),
+                           spatial_scale=1.0)
+    np.testing.assert_array_equal(np.asarray(out).reshape(-1), [INF, 3, 1.5, 3])
+    nan_only = gx.nd.ROIPooling(gx.nd.array(np.full((1, 1, 2, 2), NAN, np.float32)),
+                                gx.nd.array(np.array([[0, 0, 0, 1, 1]], np.float32)),
+                                pooled_size=(1, 1), spatial_scale=1.0)
+    assert np.asarray(nan_only).reshape(-1).tolist() == [float(np.finfo(np.float32).min)]
+
+
+@pytest.mark.parametrize("onnx_op,reference", [("Round", np.rint), ("Sign", np.sign)])
+@pytest.mark.parametrize("dtype,proto", [(np.float32, TensorProto.FLOAT),
+                                         (np.float64, TensorProto.DOUBLE),
+                                         (np.float16, TensorProto.FLOAT16)])
+def test_onnx_round_and_sign_keep_onnx_meaning(onnx_op, reference, dtype, proto):
+    """ONNX Round goes to even and Sign keeps NaN (numpy's), whatever graphexec's rint and
+    sign do."""
+    x = np.array([0.5, 1.5, 2.5, -0.5, -1.5, -2.5, -0.3, 0.3, 1.2, -2.8, NAN, INF, -INF, -0.0,
+                  3.5], dtype)
+    node = helper.make_node(onnx_op, ["x"], ["y"])
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", proto, x.shape)],
+                              [helper.make_tensor_value_info("y", proto, x.shape)])
+    sym, _, _ = import_model(helper.make_model(graph,
+                                               opset_imports=[helper.make_opsetid("", 13)]))
+    exe = sym.simple_bind(gx.cpu(), grad_req="null", x=x.shape, type_dict={"x": dtype})
+    exe.arg_dict["x"][...] = x
+    with np.errstate(invalid="ignore"):
+        got = exe.forward()[0]
+    want = reference(x)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
