@@ -116,3 +116,24 @@ def test_onnx_round_and_sign_keep_onnx_meaning(onnx_op, reference, dtype, proto)
     want = reference(x)
     np.testing.assert_array_equal(got, want)
     np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+
+def test_l2_norm_of_large_float32_values_does_not_overflow():
+    """MXNet 1.9.1 gives 1.4142135e30 for [1e30, 1e30, 1] (float32): its scaled sum of
+    squares does not overflow, nor does graphexec's (squares in float64)."""
+    x = gx.nd.array(np.array([[1e30, 1e30, 1], [3, 4, 0]], np.float32))
+    got = gx.nd.norm(x, ord=2, axis=1)
+    assert got.dtype == np.float32
+    np.testing.assert_allclose(got, [1.4142135e30, 5], rtol=1e-7)
+    half = gx.nd.norm(gx.nd.array(np.array([300, 400], np.float16), dtype="float16"))
+    assert half.dtype == np.float16 and half.asscalar() == 500  # 300 ** 2 overflows float16
+
+
+def test_l2_norm_exported_to_onnx_runtime_does_not_overflow():
+    exe = gx.sym.norm(gx.sym.Variable("d"), ord=2, axis=1).simple_bind(
+        gx.cpu(), grad_req="null", backend="onnxrt", d=(2, 3))
+    assert "onnxrt region" in exe.partition_plan.table()
+    exe.arg_dict["d"][...] = np.array([[1e30, 1e30, 1], [3, 4, 0]], np.float32)
+    out = exe.forward()[0]
+    assert out.dtype == np.float32
+    np.testing.assert_allclose(out, [1.4142135e30, 5], rtol=1e-7)

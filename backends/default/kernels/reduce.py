@@ -31,11 +31,13 @@ def reduce_(call):
 
 @kernel("norm")
 def norm(call):
-    """ord=1: sum of |x|; ord=2: sqrt of the sum of squares, in at least float32."""
+    """ord=1: sum of |x|, in at least float32; ord=2: sqrt of the sum of squares, the squares
+    of float32 and float16 data in float64 (MXNet's scaled sum gives 1.4e30 for two 1e30
+    float32 values, squares in float32 overflow to inf)."""
     xp, x, out, p = call.xp, call.inputs[0], call.outputs[0], call.params
     axes = reduce_axes(p.axis, x.ndim)
     outk = out_view(out, reduced_shape(x.shape, axes, True))
-    work = np.result_type(x.dtype, out.dtype, np.float32)
+    work = np.result_type(x.dtype, out.dtype, np.float32 if p.ord == 1 else np.float64)
     tmp = xp.empty(x.shape, work)
     acc = outk if out.dtype == work else xp.empty(outk.shape, work)
 

@@ -64,8 +64,10 @@ def _norm_supports(node, shapes) -> "bool | str":
 
 @converter("norm", supports=_norm_supports)
 def _norm(c: ConvertCall) -> None:
-    """ord 1: sum |x|; ord 2: sqrt(sum x * x); in at least float32 (and the output dtype)."""
-    dt = np.result_type(c.in_dtypes[0], c.out_dtypes[0], np.float32)
+    """ord 1: sum |x|, in at least float32 (and the output dtype); ord 2: sqrt(sum x * x),
+    the squares in float64 (the native kernel's: float32 squares overflow from 1.8e19)."""
+    dt = np.result_type(c.in_dtypes[0], c.out_dtypes[0],
+                        np.float32 if c.p.ord == 1 else np.float64)
     x = c.x if np.dtype(c.in_dtypes[0]) == dt else _cast(c, c.x, dt, "work")
     axes = list(reduce_axes(c.p.axis, len(c.in_shapes[0])))
     if c.p.ord == 1:
