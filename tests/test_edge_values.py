@@ -137,3 +137,54 @@ def test_l2_norm_exported_to_onnx_runtime_does_not_overflow():
     out = exe.forward()[0]
     assert out.dtype == np.float32
     np.testing.assert_allclose(out, [1.4142135e30, 5], rtol=1e-7)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("sigma,want_out,want_grad", [
+    # MXNet 1.9.1 (autograd, head gradient 1) on [0.5, -0.5, 1e10, 0, inf, nan, -3]
+    (0.0, [0, 0, 0, 0, NAN, NAN, 0], [0, 0, 0, 0, NAN, NAN, 0]),
+    (1.0, [0.125, 0.125, 1e10, 0, INF, NAN, 2.5], [0.5, -0.5, 1, 0, 1, NAN, -1]),
+])
+def test_smooth_l1_edges(backend, sigma, want_out, want_grad):
+    """sigma 0 is a valid loss (0 wherever |x| is finite), not a division by zero."""
+    x = np.array([0.5, -0.5, 1e10, 0.0, INF, NAN, -3.0], np.float32)
+    data = gx.sym.Variable("d")
+    sym = gx.sym.smooth_l1(data * 1.0 if backend == "fused" else data, scalar=sigma)
+    train = backend != "onnxrt"
+    spec = "fused:cost_model=false,min_size=1" if backend == "fused" else backend
+    exe = sym.simple_bind(gx.cpu(), grad_req="write" if train else "null", backend=spec,
+                          d=x.shape)
+    exe.arg_dict["d"][...] = x
+    np.testing.assert_array_equal(exe.forward(is_train=train)[0], np.array(want_out, "f4"))
+    if train:
+        exe.backward([np.ones(x.shape, np.float32)])
+        np.testing.assert_array_equal(exe.grad_dict["d"], np.array(want_grad, "f4"))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_round_is_exact_below_one_half(backend):
+    """MXNet 1.9.1 (C's roundf): 0.49999997 gives 0 (floor(|x| + 0.5) would give 1: the sum
+    rounds to 1 in float32); halves away from zero; zeros keep x's sign (not under onnxrt)."""
+    x = np.array([2.5, -2.5, 0.49999997, -0.49999997, -0.3, 0.5, -0.5, 1.5, INF, -INF, NAN,
+                  -0.0, 8388609, 1e30], np.float32)
+    want = np.array([3, -3, 0, -0.0, -0.0, 1, -1, 2, INF, -INF, NAN, -0.0, 8388609, 1e30],
+                    np.float32)
+    got = _run("round", backend, x)
+    np.testing.assert_array_equal(got, want)
+    if backend != "onnxrt":
+        np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_clip_with_crossed_bounds(backend):
+    """a_min > a_max: MXNet 1.9.1 tests x > a_max first (a_max), then x < a_min (a_min);
+    numpy's clip gives a_max everywhere."""
+    x = np.array([1.0, 5.0, -5.0, NAN, 2.0, -2.0], np.float32)
+    data = gx.sym.Variable("d")
+    sym = gx.sym.clip(data * 1.0 if backend == "fused" else data, a_min=2.0, a_max=-2.0)
+    spec = "fused:cost_model=false,min_size=1" if backend == "fused" else backend
+    exe = sym.simple_bind(gx.cpu(), grad_req="null", backend=spec, d=x.shape)
+    exe.arg_dict["d"][...] = x
+    np.testing.assert_array_equal(exe.forward()[0], [-2, -2, 2, NAN, -2, 2])
+    ints = gx.nd.array(np.array([1, 5, -5], np.int32), dtype="int32")
+    assert gx.nd.clip(ints, a_min=2, a_max=-2).tolist() == [-2, -2, 2]

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from graphexec.core.ops.elemwise import BINARY, BROADCAST, SCALAR, base_name
+from graphexec.core.ops.misc import smooth_l1_constants
 from graphexec.core.ops.nn import SELU_ALPHA, SELU_LAMBDA
 
 __all__ = ["Lowering", "FORWARD", "select", "nan_max", "nan_min", "mod", "sign", "leaky_supports"]
@@ -59,6 +60,14 @@ def sign(e, x: str) -> str:
     return f"sel({x} > {e.zero}, {e.one}, sel({x} < {e.zero}, -{e.one}, {e.zero}))"
 
 
+def round_half_away(e, x: str) -> str:
+    """trunc(x), one further from zero where |x - trunc(x)| >= 1/2 (exact, where
+    floor(|x| + 1/2) rounds 0.49999997 up in float32)."""
+    whole = e.let(f"np.trunc({x})")
+    return (f"({whole} + np.copysign(sel(abs({x} - {whole}) >= {e.k(0.5)}, {e.one}, "
+            f"{e.zero}), {x}))")
+
+
 def rint(e, x: str) -> str:
     """MXNet's rint: floor(x), or ceil(x) where nearer (ties down), a zero with x's sign."""
     low = e.let(f"np.floor({x})")
@@ -91,8 +100,8 @@ UNARY = {
     "rint": Lowering(lambda e, p, x: rint(e, x)),
     "trunc": Lowering(_np("trunc")),
     "fix": Lowering(_np("trunc")),
-    # MXNet rounds halves away from zero
-    "round": Lowering(lambda e, p, x: f"np.copysign(np.floor(abs({x}) + {e.k(0.5)}), {x})"),
+    # MXNet rounds halves away from zero (the native kernel's exact form)
+    "round": Lowering(lambda e, p, x: round_half_away(e, x)),
     "relu": Lowering(lambda e, p, x: f"sel({x} < {e.zero}, {e.zero}, {x})"),
     "softsign": Lowering(lambda e, p, x: f"({x} / (abs({x}) + {e.one}))"),
     "logical_not": Lowering(lambda e, p, x: select(e, f"{x} == {e.zero}")),
@@ -100,8 +109,9 @@ UNARY = {
     "BlockGrad": Lowering(lambda e, p, x: x),
     "zeros_like": Lowering(lambda e, p, x: e.zero),
     "ones_like": Lowering(lambda e, p, x: e.one),
-    "clip": Lowering(lambda e, p, x: f"sel({x} < {e.k(p.a_min)}, {e.k(p.a_min)}, "
-                                     f"sel({x} > {e.k(p.a_max)}, {e.k(p.a_max)}, {x}))"),
+    # MXNet's order of the tests (it decides when a_min > a_max)
+    "clip": Lowering(lambda e, p, x: f"sel({x} > {e.k(p.a_max)}, {e.k(p.a_max)}, "
+                                     f"sel({x} < {e.k(p.a_min)}, {e.k(p.a_min)}, {x}))"),
     "hard_sigmoid": Lowering(lambda e, p, x: _unit_clip(
         e, e.let(f"{x} * {e.k(p.alpha)} + {e.k(p.beta)}"))),
 }
@@ -232,10 +242,10 @@ def _build() -> dict[str, Lowering]:
 
 def _smooth_l1(e, p, x: str) -> str:
     """0.5 (sigma x)^2 where |x| < 1 / sigma^2, else |x| - 0.5 / sigma^2 (the native order)."""
-    s2 = p.scalar ** 2
+    s2, bound, shift = smooth_l1_constants(p.scalar)
     a = e.let(f"abs({x})")
-    return (f"sel({a} < {e.k(1 / s2)}, (({e.k(0.5 * s2)} * {x}) * {x}), "
-            f"({a} - {e.k(0.5 / s2)}))")
+    return (f"sel({a} < {e.k(bound)}, (({e.k(0.5 * s2)} * {x}) * {x}), "
+            f"({a} - {e.k(shift)}))")
 
 
 #: core/ops/misc.py and contrib.py's pointwise operators

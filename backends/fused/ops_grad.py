@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 
 from graphexec.core.ops.elemwise import BINARY, BROADCAST, base_name
+from graphexec.core.ops.misc import smooth_l1_constants
 from graphexec.core.ops.nn import SELU_ALPHA, SELU_LAMBDA
 
 from .ops import FORWARD, Lowering, leaky_supports, select, sign
@@ -162,9 +163,10 @@ def _leaky(e, p, og, x, y):
 
 
 def _smooth_l1(e, p, og: str, x: str) -> str:
-    s2 = p.scalar ** 2
-    return (f"({og} * sel(abs({x}) < {e.k(1 / s2)}, ({e.k(s2)} * {x}), "
-            f"{sign(e, x)}))")
+    """MXNet's: 1 above the bound, -1 below minus it, sigma^2 x between (NaN stays NaN)."""
+    s2, bound, _ = smooth_l1_constants(p.scalar)
+    return (f"({og} * sel({x} > {e.k(bound)}, {e.one}, sel({x} < {e.k(-bound)}, -{e.one}, "
+            f"({e.k(s2)} * {x}))))")
 
 
 def _build() -> dict[str, Lowering]:

@@ -10,8 +10,9 @@ Gradients follow MXNet 1.9.1's registrations: ``_backward_smooth_l1`` (ograd, da
 the label's gradient is zero), ``_backward_moments`` (ograds, data, mean, var),
 ``_backward_diag`` (ograd), ``scatter_nd`` back through ``gather_nd``, ``_split_v2_backward``
 (every ograd), ``_backward_amp_cast`` / ``_backward_amp_multicast`` (each ograd cast back to
-its input's dtype), zeros for the index ops. MXNet registers none for ``khatri_rao``, ``fill_element_0index`` (an NDArray
-function there), ``_slice_assign*``, ``all_finite`` and ``multi_all_finite``.
+its input's dtype), zeros for the index ops. MXNet registers none for ``khatri_rao``,
+``fill_element_0index`` (an NDArray function there), ``_slice_assign*``, ``all_finite`` and
+``multi_all_finite``.
 """
 from __future__ import annotations
 
@@ -26,9 +27,19 @@ from .registry import get_op
 from .slicing import slice_bounds
 from .tensor import axes_of
 
-__all__ = ["split_v2_indices", "diag_shape"]
+__all__ = ["split_v2_indices", "diag_shape", "smooth_l1_constants"]
 
 F32 = np.dtype("float32")
+
+
+def smooth_l1_constants(sigma: float) -> tuple[float, float, float]:
+    """(sigma^2, the bound 1 / sigma^2 below which |x| is squared, the shift 0.5 / sigma^2) of
+    ``smooth_l1``, in float arithmetic: sigma 0 gives bound and shift inf (MXNet's loss is then
+    0 wherever |x| is finite), not a ZeroDivisionError."""
+    s2 = float(sigma) ** 2
+    if s2 == 0.0:
+        return 0.0, float("inf"), float("inf")
+    return s2, 1.0 / s2, 0.5 / s2
 
 
 def _grad_rule(bw_name: str, build):

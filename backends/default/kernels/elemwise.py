@@ -38,14 +38,23 @@ for _op, _fn in _SPECIAL.items():
 
 @kernel("round")
 def round_half_away(call):
-    """MXNet rounds halves away from zero (numpy's rint rounds them to even)."""
+    """MXNet rounds halves away from zero (numpy's rint rounds them to even): trunc(x), one
+    further from zero where |x - trunc(x)| (exact) is at least 1/2; floor(|x| + 1/2) would
+    give 1 for 0.49999997 (the sum rounds to 1 in float32; C's roundf gives 0)."""
     xp, x, y = call.xp, call.inputs[0], call.outputs[0]
+    if x.dtype.kind != "f":
+        return partial(xp.copyto, y, x)
+    whole = xp.empty(x.shape, x.dtype)
+    half = scalar_operand(xp, 0.5, y)
 
     def run():
-        xp.abs(x, out=y)
-        xp.add(y, 0.5, out=y)
-        xp.floor(y, out=y)
+        xp.trunc(x, out=whole)
+        with _quiet(xp):
+            xp.subtract(x, whole, out=y)  # NaN for +-inf, whose step below is then 0
+        xp.abs(y, out=y)
+        xp.greater_equal(y, half, out=y)
         xp.copysign(y, x, out=y)
+        xp.add(y, whole, out=y)
     return run
 
 
@@ -180,9 +189,17 @@ def ones_like(call):
 
 @kernel("clip", inplace=True)
 def clip(call):
-    y = call.outputs[0]
+    """MXNet's rule, x > a_max ? a_max : x < a_min ? a_min : x (numpy's clip where a_min <=
+    a_max; with a_min > a_max numpy gives a_max everywhere, MXNet a_min where x <= a_max)."""
+    xp, x, y = call.xp, call.inputs[0], call.outputs[0]
     lo, hi = cast_scalar(call.params.a_min, y), cast_scalar(call.params.a_max, y)
-    return partial(call.xp.clip, call.inputs[0], lo, hi, out=y)
+    if not lo > hi:
+        return partial(xp.clip, x, lo, hi, out=y)
+
+    def crossed():
+        low = xp.where(x < lo, lo, x) if x.dtype.kind == "f" else lo  # NaN stays NaN
+        xp.copyto(y, xp.where(x > hi, hi, low), casting="unsafe")
+    return crossed
 
 
 @kernel("Cast")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from graphexec.core.ops.misc import split_v2_indices
+from graphexec.core.ops.misc import smooth_l1_constants, split_v2_indices
 from graphexec.core.ops.slicing import slice_bounds
 
 from .base import kernel, sequence
@@ -25,21 +25,23 @@ def _store(xp, out, value) -> None:
 def smooth_l1(call):
     """0.5 (sigma x)^2 where |x| < 1 / sigma^2, else |x| - 0.5 / sigma^2."""
     xp, x, out = call.xp, call.inputs[0], call.outputs[0]
-    s2 = call.params.scalar ** 2
+    s2, bound, shift = smooth_l1_constants(call.params.scalar)
 
     def run():
         a = xp.abs(x)
-        _store(xp, out, xp.where(a < 1.0 / s2, 0.5 * s2 * x * x, a - 0.5 / s2))
+        with np.errstate(invalid="ignore"):  # sigma 0: inf - inf in the branch not taken
+            _store(xp, out, xp.where(a < bound, 0.5 * s2 * x * x, a - shift))
     return run
 
 
 @kernel("_backward_smooth_l1", inplace=True)
 def smooth_l1_backward(call):
     xp, (og, x), dx = call.xp, call.inputs, call.outputs[0]
-    s2 = call.params.scalar ** 2
+    s2, bound, _ = smooth_l1_constants(call.params.scalar)
 
-    def run():
-        _store(xp, dx, og * xp.where(xp.abs(x) < 1.0 / s2, s2 * x, xp.sign(x)))
+    def run():  # MXNet's: 1 above the bound, -1 below minus it, sigma^2 x between
+        with np.errstate(invalid="ignore"):  # sigma 0 at +-inf: 0 * inf, NaN as MXNet's
+            _store(xp, dx, og * xp.where(x > bound, 1, xp.where(x < -bound, -1, s2 * x)))
     return run
 
 

@@ -144,9 +144,16 @@ def _logical_not(c: ConvertCall) -> None:
 
 @converter("clip")
 def _clip(c: ConvertCall) -> None:
+    """Clip; with a_min > a_max MXNet's x > a_max ? a_max : x < a_min ? a_min : x (ONNX
+    Runtime's Clip gives a_max everywhere there)."""
     dt = c.in_dtypes[0]
     lo, hi = c.b.const(c.p.a_min, dt, c.hint("min")), c.b.const(c.p.a_max, dt, c.hint("max"))
-    c.b.one("Clip", [c.x, lo, hi], c.out)
+    if not c.p.a_min > c.p.a_max:
+        c.b.one("Clip", [c.x, lo, hi], c.out)
+        return
+    low = c.b.one("Where", [c.b.one("Less", [c.x, lo], hint=c.hint("below")), lo, c.x],
+                  hint=c.hint("low"))
+    c.b.one("Where", [c.b.one("Greater", [c.x, hi], hint=c.hint("above")), hi, low], c.out)
 
 
 @converter("Cast")
@@ -191,11 +198,22 @@ def _signed(c: ConvertCall, magnitude: str) -> None:
 
 @converter("round")
 def _round(c: ConvertCall) -> None:
-    """Halves away from zero (ONNX Round goes to even): sign(x) * floor(|x| + 0.5)."""
-    half = c.b.const(0.5, c.in_dtypes[0], c.hint("half"))
-    shifted = c.b.one("Add", [c.b.one("Abs", [c.x], hint=c.hint("abs")), half],
-                      hint=c.hint("shifted"))
-    _signed(c, c.b.one("Floor", [shifted], hint=c.hint("floor")))
+    """Halves away from zero (ONNX Round goes to even), the native kernel's exact form:
+    t = sign(x) * floor(|x|), then t + sign(x) * [|x - t| >= 0.5]."""
+    dt = c.in_dtypes[0]
+    if dt.kind != "f":
+        c.b.one("Identity", [c.x], c.out)
+        return
+    sign = c.b.one("Sign", [c.x], hint=c.hint("sign"))
+    whole = c.b.one("Mul", [sign, c.b.one("Floor", [c.b.one("Abs", [c.x], hint=c.hint("abs"))],
+                                           hint=c.hint("floor"))], hint=c.hint("trunc"))
+    frac = c.b.one("Abs", [c.b.one("Sub", [c.x, whole], hint=c.hint("diff"))],
+                   hint=c.hint("frac"))
+    up = c.b.one("GreaterOrEqual", [frac, c.b.const(0.5, dt, c.hint("half"))],
+                 hint=c.hint("up"))
+    step = c.b.one("Mul", [sign, c.b.one("Cast", [up], hint=c.hint("up_f"), to=onnx_dtype(dt))],
+                   hint=c.hint("step"))
+    c.b.one("Add", [whole, step], c.out)
 
 
 @converter("sign")

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from graphexec.core.ops.misc import smooth_l1_constants
+
 from ..convert import ConvertCall, converter, onnx_dtype
 from .nn import _softmax_into
 
@@ -31,12 +33,12 @@ def identity(c: ConvertCall) -> None:
 @converter("smooth_l1")
 def smooth_l1(c: ConvertCall) -> None:
     """0.5 (sigma x)^2 where |x| < 1 / sigma^2, else |x| - 0.5 / sigma^2."""
-    s2 = c.p.scalar ** 2
+    s2, bound, shift = smooth_l1_constants(c.p.scalar)
     a = c.b.one("Abs", [c.x], hint=c.hint("abs"))
-    near = c.b.one("Less", [a, _k(c, 1.0 / s2, "bound")], hint=c.hint("near"))
+    near = c.b.one("Less", [a, _k(c, bound, "bound")], hint=c.hint("near"))
     sq = c.b.one("Mul", [c.b.one("Mul", [c.x, c.x], hint=c.hint("sq")),
                          _k(c, 0.5 * s2, "half_s2")], hint=c.hint("quad"))
-    lin = c.b.one("Sub", [a, _k(c, 0.5 / s2, "shift")], hint=c.hint("lin"))
+    lin = c.b.one("Sub", [a, _k(c, shift, "shift")], hint=c.hint("lin"))
     c.b.one("Where", [near, sq, lin], c.out)
 
 
