@@ -188,3 +188,59 @@ def test_clip_with_crossed_bounds(backend):
     np.testing.assert_array_equal(exe.forward()[0], [-2, -2, 2, NAN, -2, 2])
     ints = gx.nd.array(np.array([1, 5, -5], np.int32), dtype="int32")
     assert gx.nd.clip(ints, a_min=2, a_max=-2).tolist() == [-2, -2, 2]
+
+
+def test_fill_element_0index_rejects_columns_outside_the_row():
+    """MXNet 1.9.1 writes outside the row for such an index; here it is an error naming the
+    range, and the executor stays usable."""
+    lhs, mhs = np.zeros((2, 3), np.float32), np.array([7, 8], np.float32)
+    sym = gx.sym.fill_element_0index(gx.sym.Variable("l"), gx.sym.Variable("m"),
+                                     gx.sym.Variable("r"))
+    exe = sym.simple_bind(gx.cpu(), grad_req="null", l=(2, 3), m=(2,), r=(2,))
+    exe.arg_dict["l"][...], exe.arg_dict["m"][...] = lhs, mhs
+    exe.arg_dict["r"][...] = [2, -1]
+    with pytest.raises(gx.GraphexecError, match=r"must lie in \[0, 3\)"):
+        exe.forward()
+    exe.arg_dict["r"][...] = [2, 0]
+    np.testing.assert_array_equal(exe.forward()[0], [[0, 0, 7], [8, 0, 0]])
+
+
+@pytest.mark.parametrize("backend", ["NONE", "onnxrt"])
+@pytest.mark.parametrize("axis", [1, None])
+def test_repeat_zero_times_is_an_empty_vector(backend, axis):
+    """MXNet 1.9.1: repeat(x, repeats=0) has shape (0,) whatever the axis; its gradient is 0."""
+    sym = gx.sym.repeat(gx.sym.Variable("d"), repeats=0, axis=axis) + 1
+    assert sym.infer_shape(d=(2, 3, 4))[1] == [(0,)]
+    train = backend == "NONE"
+    exe = sym.simple_bind(gx.cpu(), grad_req="write" if train else "null", backend=backend,
+                          d=(2, 3, 4))
+    exe.arg_dict["d"][...] = 1
+    assert exe.forward(is_train=train)[0].shape == (0,)
+    if train:
+        exe.backward([np.zeros(0, np.float32)])
+        assert not exe.grad_dict["d"].any()
+
+
+def test_trsm_substitutes_as_blas_does():
+    """linalg_trsm with a zero on the triangle's diagonal: MXNet 1.9.1 (BLAS's trsm) gives
+    [[2, 1], [nan, inf]] for these, not an error; a batch and the transposed and right-side
+    forms agree with a solve where the triangle is regular."""
+    tri_a = np.array([[2.0, 0.0], [1.0, 0.0]], np.float32)
+    b = np.array([[4.0, 2.0], [2.0, 3.0]], np.float32)
+    with np.errstate(all="ignore"):
+        got = gx.nd.linalg_trsm(gx.nd.array(tri_a), gx.nd.array(b))
+    np.testing.assert_array_equal(got, [[2, 1], [NAN, INF]])
+    rng = np.random.default_rng(0)
+    a = np.tril(rng.uniform(1, 2, (3, 4, 4))) + rng.uniform(-1, 1, (3, 4, 4)) * np.triu(
+        np.ones((4, 4)), 1)  # junk above the diagonal: only the lower triangle is read
+    bb = rng.uniform(-1, 1, (3, 4, 5))
+    for transpose, rightside in ((False, False), (True, False), (False, True), (True, True)):
+        m = np.tril(a)
+        m = m.swapaxes(-1, -2) if transpose else m
+        rhs = bb.swapaxes(-1, -2) if rightside else bb
+        want = (np.linalg.solve(m.swapaxes(-1, -2), rhs.swapaxes(-1, -2)).swapaxes(-1, -2)
+                if rightside else np.linalg.solve(m, rhs)) * 0.5
+        got = gx.nd.linalg_trsm(gx.nd.array(a, dtype="float64"),
+                                gx.nd.array(rhs, dtype="float64"), transpose=transpose,
+                                rightside=rightside, alpha=0.5)
+        np.testing.assert_allclose(got, want, rtol=1e-10)

@@ -132,3 +132,15 @@ def test_nd_contrib_namespace():
     assert "div_sqrt_dim" in dir(gx.nd.contrib)
     with pytest.raises(AttributeError, match="_contrib_nosuch"):
         gx.nd.contrib.nosuch
+
+
+def test_none_is_the_value_none_for_a_declared_attribute():
+    """As MXNet's generated functions: ``topk(axis=None)`` and ``sort(axis=None)`` take the
+    flattened data (MXNet 1.9.1: [23, 22] for arange(24) in (2, 3, 4)); None for an
+    attribute that takes no None is an error, as there."""
+    x = gx.nd.array(np.arange(24, dtype=np.float32).reshape(2, 3, 4))
+    assert gx.nd.topk(x, k=2, axis=None).tolist() == [23, 22]
+    assert gx.nd.sort(x, axis=None).shape == (24,)
+    assert gx.nd.topk(x, k=1).shape == (2, 3, 1)  # not given: the default, the last axis
+    with pytest.raises(gx.GraphexecError, match="stride"):
+        gx.nd.Pooling(x.reshape((1, 2, 3, 4)), kernel=(2, 2), pool_type="max", stride=None)

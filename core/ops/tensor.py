@@ -255,6 +255,9 @@ def _repeat_shape(p, ins, outs):
         return
     if p.repeats < 0:
         raise InferError(f"repeats={p.repeats} must not be negative")
+    if p.repeats == 0:  # MXNet 1.9.1: an empty 1-D array, whatever the axis
+        assign(outs, 0, (0,), "out")
+        return
     if p.axis is None:
         n = prod(s)
         assign(outs, 0, (n * p.repeats if n >= 0 else -1,), "out")

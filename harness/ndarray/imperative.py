@@ -134,7 +134,8 @@ def invoke(name: str, args: Sequence[Any], kwargs: dict[str, Any], is_train: boo
            ) -> Any:
     """Run operator ``name`` on NDArrays as MXNet's generated ``mx.nd.<op>`` functions do:
     inputs positionally (in the operator's input order) or by input name, every other
-    keyword an attribute (None values are left out), ``out=`` an array (or list) to write
+    keyword an attribute (None is the value None for a declared attribute; None for an
+    input means not given), ``out=`` an array (or list) to write
     the result into, ``name=`` ignored. Returns an NDArray, or a list for several visible
     outputs."""
     op = get_op(name)
@@ -148,7 +149,9 @@ def invoke(name: str, args: Sequence[Any], kwargs: dict[str, Any], is_train: boo
                                             lambda v: isinstance(v, np.ndarray))
     except GraphexecError as exc:
         raise ImperativeError(str(exc)) from None
-    attrs = {k: to_attr_string(v) for k, v in raw.items() if v is not None}
+    # None for a declared attribute is the value None (``topk(axis=None)``: the flattened
+    # data), as in MXNet's generated functions, whose "not given" is another sentinel
+    attrs = {k: to_attr_string(v) for k, v in raw.items()}
     if any(a is None for a in positional):
         raise ImperativeError(f"{op.name}: an input given as None (inputs are arrays here)")
     if op.variadic and op.variadic not in attrs:

@@ -254,14 +254,20 @@ def split_v2_backward(call):
 # -- fill_element_0index / slice assignment -------------------------------------------------------
 @kernel("fill_element_0index", inplace=True)
 def fill_element_0index(call):
-    """out = lhs; out[i, rhs[i]] = mhs[i]."""
+    """out = lhs; out[i, rhs[i]] = mhs[i]. An index outside [0, columns) is an error (MXNet
+    1.9.1 writes outside the row there)."""
     xp, (lhs, mhs, rhs), out = call.xp, call.inputs, call.outputs[0]
     rows = xp.arange(lhs.shape[0])
+    columns = lhs.shape[1]
 
     def run():
+        cols = rhs.astype(np.int64)
+        if cols.size and (int(cols.min()) < 0 or int(cols.max()) >= columns):
+            raise ValueError(f"fill_element_0index: indices must lie in [0, {columns}) (the "
+                             f"columns of lhs), got {rhs.tolist()}")
         if out is not lhs:
             xp.copyto(out, lhs)
-        out[rows, rhs.astype(np.int64)] = mhs
+        out[rows, cols] = mhs
     return run
 
 

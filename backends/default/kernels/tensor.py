@@ -9,7 +9,7 @@ from functools import partial
 
 from graphexec.core.ops.tensor import swap_dims, tile_reps, transpose_axes
 
-from .base import kernel
+from .base import kernel, nothing
 
 __all__ = ["out_view", "copy_plan"]
 
@@ -76,6 +76,8 @@ def tile(call):
 def repeat(call):
     """out seen as x's shape with an extra axis of size ``repeats`` after the repeated one."""
     x, out, p = call.inputs[0], call.outputs[0], call.params
+    if p.repeats == 0:  # the empty 1-D output: nothing to write
+        return nothing
     if p.axis is None:
         shape, src = x.shape + (p.repeats,), x[..., None]
     else:

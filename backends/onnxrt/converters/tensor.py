@@ -133,8 +133,12 @@ def _tile(c: ConvertCall) -> None:
 @converter("repeat")
 def _repeat(c: ConvertCall) -> None:
     """Each element repeated in place: a new size-1 axis after the repeated one (after the
-    flattened input when axis is None), expanded to ``repeats``, merged back."""
+    flattened input when axis is None), expanded to ``repeats``, merged back; repeats 0 gives
+    an empty 1-D array."""
     shape, r = tuple(c.in_shapes[0]), c.p.repeats
+    if r == 0:  # an empty 1-D array, as MXNet's (ONNX's Reshape reads a 0 as "keep")
+        c.b.one("Identity", [c.b.const(np.zeros(0), c.in_dtypes[0], c.hint("empty"))], c.out)
+        return
     if c.p.axis is None:
         shape, a = (_size(shape),), 0
     else:
