@@ -244,3 +244,20 @@ def test_trsm_substitutes_as_blas_does():
                                 gx.nd.array(rhs, dtype="float64"), transpose=transpose,
                                 rightside=rightside, alpha=0.5)
         np.testing.assert_allclose(got, want, rtol=1e-10)
+
+
+@pytest.mark.parametrize("backend", ["NONE", "fused"])
+def test_relu_and_clip_gradients_at_nan(backend):
+    """MXNet 1.9.1 (its own kernels and its default ones agree): relu's gradient at NaN is
+    NaN; clip passes the gradient at NaN (only x outside [a_min, a_max] gets 0)."""
+    x = np.array([-1.0, 0.0, -0.0, 1.0, 2.0, 2.0, NAN], np.float32)
+    _, relu_grad = _run("relu", backend, x, train=True)
+    np.testing.assert_array_equal(relu_grad, [0, 0, 0, 1, 1, 1, NAN])
+    data = gx.sym.Variable("d")
+    sym = gx.sym.clip(data * 1.0 if backend == "fused" else data, a_min=0.0, a_max=2.0)
+    spec = "fused:cost_model=false,min_size=1" if backend == "fused" else backend
+    exe = sym.simple_bind(gx.cpu(), grad_req="write", backend=spec, d=x.shape)
+    exe.arg_dict["d"][...] = x
+    exe.forward(is_train=True)
+    exe.backward([np.ones(x.shape, np.float32)])
+    np.testing.assert_array_equal(exe.grad_dict["d"], [0, 1, 1, 1, 1, 1, 1])

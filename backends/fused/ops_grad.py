@@ -54,7 +54,8 @@ _UNARY = {
     "arctanh": (lambda e, x: f"({e.one} / ({e.one} - {x} * {x}))", "cheap"),
     "degrees": (lambda e, x: e.k(180 / math.pi), "cheap"),
     "radians": (lambda e, x: e.k(math.pi / 180), "cheap"),
-    "relu": (lambda e, y: select(e, f"{y} > {e.zero}"), "cheap"),
+    # MXNet's relu_grad: NaN stays NaN
+    "relu": (lambda e, y: f"sel({y} != {y}, {y}, {select(e, f'{y} > {e.zero}')})", "cheap"),
     "sigmoid": (lambda e, y: f"({y} * ({e.one} - {y}))", "cheap"),
     "softsign": (lambda e, x: _softsign_grad(e, x), "cheap"),
     "erf": (lambda e, x: f"({e.k(2 / math.sqrt(math.pi))} * exp_{e.t}((-{x}) * {x}))", "poly"),
@@ -72,8 +73,9 @@ def _cast_to(e, x: str) -> str:
 
 
 def _clip(e, p, og, x):
-    inside = f"(({x} >= {e.k(p.a_min)}) & ({x} <= {e.k(p.a_max)}))"
-    return f"({og} * {select(e, inside)})"
+    """MXNet's: 0 where x is outside [a_min, a_max], else (NaN too) the gradient."""
+    outside = f"(({x} < {e.k(p.a_min)}) | ({x} > {e.k(p.a_max)}))"
+    return f"({og} * sel({outside}, {e.zero}, {e.one}))"
 
 
 def _hard_sigmoid(e, p, og, x):

@@ -54,7 +54,9 @@ _DERIV = {
     "arctanh": lambda xp, x: 1 / (1 - x * x),
     "degrees": lambda xp, x: xp.full_like(x, 180 / math.pi),
     "radians": lambda xp, x: xp.full_like(x, math.pi / 180),
-    "relu": lambda xp, y: (y > 0).astype(y.dtype),
+    # MXNet's relu_grad: NaN stays NaN (Activation's relu backward, nn_grad, gives 0 as
+    # MXNet's default oneDNN kernel does)
+    "relu": lambda xp, y: xp.where(y != y, y, y > 0).astype(y.dtype),
     "sigmoid": lambda xp, y: y * (1 - y),
     "softsign": lambda xp, x: 1 / ((1 + xp.abs(x)) ** 2),
     "erf": lambda xp, x: 2 / math.sqrt(math.pi) * xp.exp(-x * x),
@@ -82,8 +84,8 @@ for _name, _fn in _DERIV.items():
 def clip_backward(call):
     xp, (og, x), out, p = call.xp, call.inputs, call.outputs[0], call.params
 
-    def run():
-        xp.multiply(og, (x >= p.a_min) & (x <= p.a_max), out=out, casting="unsafe")
+    def run():  # MXNet's: 0 where x is outside [a_min, a_max], else (NaN too) the gradient
+        xp.multiply(og, ~((x < p.a_min) | (x > p.a_max)), out=out, casting="unsafe")
     return run
 
 
