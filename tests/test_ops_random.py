@@ -181,3 +181,14 @@ def test_mirroring_keeps_the_forward_draws(monkeypatch):
     for r in range(4):
         np.add.at(want[r], got[r], 2 / probs[r, got[r]])
     np.testing.assert_allclose(exe.grad_dict["p"], want)
+
+
+@pytest.mark.parametrize("op,params", [("random_poisson", {"lam": 1e30}),
+                                       ("random_negative_binomial", {"k": 2, "p": 0.0})])
+def test_rates_too_large_to_sample_are_named(op, params):
+    """numpy refuses Poisson rates from about 9.2e18 (MXNet's samplers overflow to
+    -2147483648 there): the error says which distribution and why, not numpy's words only."""
+    with pytest.raises(ValueError, match=r"Poisson rate of a draw is too large to sample"):
+        getattr(gx.nd, op)(shape=(2,), **params)
+    assert getattr(gx.nd, op)(shape=(2,), **{k: (0.5 if k == "p" else 3.0) for k in params}
+                              ).shape == (2,)

@@ -57,13 +57,27 @@ def _store(xp, out, values) -> None:
     xp.copyto(out, xp.asarray(np.asarray(values)), casting="unsafe")
 
 
+def _draw(distr: str, rng, params: list, size):
+    """``SAMPLERS[distr]``'s draw, numpy's refusal of a Poisson rate it cannot sample (from
+    about 9.2e18; a negative binomial with p = 0 has an infinite one) said in the operator's
+    terms (MXNet's samplers overflow there: their draws come out as -2147483648)."""
+    try:
+        return SAMPLERS[distr](rng, *params, size)
+    except ValueError as exc:
+        if "lam value too large" not in str(exc):
+            raise
+        raise ValueError(f"{distr}: the Poisson rate of a draw is too large to sample "
+                         f"(numpy's sampler takes rates below about 9.2e18; parameters "
+                         f"{[np.asarray(a).tolist() for a in params]})") from None
+
+
 def _random_kernel(distr: str):
     names = [n for n, _ in DISTRIBUTIONS[distr]]
 
     def factory(call):
         xp, out = call.xp, call.outputs[0]
         values = [getattr(call.params, n) for n in names]
-        return lambda: _store(xp, out, SAMPLERS[distr](call.rng, *values, out.shape))
+        return lambda: _store(xp, out, _draw(distr, call.rng, values, out.shape))
     return factory
 
 
@@ -79,7 +93,7 @@ def _sample_kernel(distr: str):
                 raise ValueError(f"invalid parameters of the {distr} distribution at "
                                  f"{np.argwhere(~ok)[0].tolist()}: {want}")
             shaped = [p.reshape(p.shape + (1,) * n_extra) for p in params]
-            _store(xp, out, SAMPLERS[distr](call.rng, *shaped, out.shape))
+            _store(xp, out, _draw(distr, call.rng, shaped, out.shape))
         return run
     return factory
 
