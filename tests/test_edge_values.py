@@ -261,3 +261,22 @@ def test_relu_and_clip_gradients_at_nan(backend):
     exe.forward(is_train=True)
     exe.backward([np.ones(x.shape, np.float32)])
     np.testing.assert_array_equal(exe.grad_dict["d"], [0, 1, 1, 1, 1, 1, 1])
+
+
+def test_float_math_on_integer_data():
+    """MXNet 1.9.1 on int32 data computes in float (its special functions in double) and
+    truncates into int32, NaN and infinities giving the lowest int32 (values recorded)."""
+    x = gx.nd.array(np.array([-7, -1, 0, 3, 5, -4, 2, 9], np.int32), dtype="int32")
+    low = -2147483648
+    want = {"sqrt": [low, low, 0, 1, 2, low, 1, 3], "exp": [0, 0, 1, 20, 148, 0, 7, 8103],
+            "sigmoid": [0] * 8, "log": [low, low, low, 1, 1, low, 0, 2],
+            "reciprocal": [0, -1, low, 0, 0, 0, 0, 0], "cbrt": [-1, -1, 0, 1, 1, -1, 1, 2],
+            "tanh": [0] * 8, "erf": [-1, 0, 0, 0, 0, 0, 0, 1],
+            "log1p": [low, low, 0, 1, 1, low, 1, 2],
+            "rsqrt": [low, low, low, 0, 0, low, 0, 0],
+            "gamma": [low, low, low, 2, 24, low, 1, 40320], "softsign": [0] * 8,
+            "abs": [7, 1, 0, 3, 5, 4, 2, 9], "square": [49, 1, 0, 9, 25, 16, 4, 81]}
+    with np.errstate(all="ignore"):
+        for op, values in want.items():
+            got = getattr(gx.nd, op)(x)
+            assert got.dtype == np.int32 and got.tolist() == values, op

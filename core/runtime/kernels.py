@@ -76,6 +76,12 @@ class KernelCall:
         self.workspace = workspace if workspace is not None else Workspace(ctx)
         self.input_is_var = input_is_var or [False] * len(inputs)
 
+    def with_arrays(self, inputs: list, outputs: list) -> "KernelCall":
+        """The same call over other arrays (a kernel computing through scratch copies)."""
+        return KernelCall(self.node_name, self.op_name, self.params, inputs, outputs,
+                          self.req, self.xp, self.ctx, self.is_train, self.state, self.rng,
+                          self.attrs, self.input_grad_reqs, self.workspace, self.input_is_var)
+
 
 KernelFactory = Callable[[KernelCall], KernelFn]
 

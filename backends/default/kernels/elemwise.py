@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from functools import partial
 
+import numpy as np
+
 from graphexec.core.ops.elemwise import BINARY, BROADCAST, SCALAR, base_name
 
 from .base import bound_by_scalar, cast_scalar, kernel, scalar_operand, special
@@ -30,10 +32,36 @@ def _special_ufunc(name):
     return factory
 
 
+def float_math(factory, work=np.float32):
+    """``factory`` for float data; for integer data (MXNet computes such ops in float32, its
+    special functions in float64, and truncates the result into the integer dtype: exp(3) =
+    20, erf(5) = 0, sqrt(-7) and log(0) give the dtype's lowest value, as a C cast of NaN
+    and inf does on x86) it runs on ``work`` copies and casts."""
+    def wrapped(call):
+        x, y = call.inputs[0], call.outputs[0]
+        if x.dtype.kind == "f" or y.dtype.kind == "f":
+            return factory(call)
+        xp = call.xp
+        xf, yf = xp.empty(x.shape, work), xp.empty(y.shape, work)
+        inner = factory(call.with_arrays([xf], [yf]))
+        low = np.iinfo(y.dtype).min if y.dtype.kind in "iu" else 0
+
+        def run():
+            xp.copyto(xf, x, casting="unsafe")
+            inner()
+            xp.copyto(yf, low, where=~xp.isfinite(yf))
+            xp.copyto(y, yf, casting="unsafe")
+        return run
+    wrapped.__doc__ = factory.__doc__
+    return wrapped
+
+
+_INTEGER_SAFE = frozenset(("abs", "negative", "square", "floor", "ceil", "trunc", "fix"))
 for _op, _fn in _UFUNC.items():
-    kernel(_op, inplace=True)(_unary_ufunc(_fn))
+    _factory = _unary_ufunc(_fn)
+    kernel(_op, inplace=True)(_factory if _op in _INTEGER_SAFE else float_math(_factory))
 for _op, _fn in _SPECIAL.items():
-    kernel(_op, inplace=True)(_special_ufunc(_fn))
+    kernel(_op, inplace=True)(float_math(_special_ufunc(_fn), np.float64))
 
 
 @kernel("round")
@@ -92,6 +120,7 @@ def rint_half_down(call):
 
 
 @kernel("gammaln", inplace=True)
+@partial(float_math, work=np.float64)
 def gammaln(call):
     """log |gamma(x)|, +inf at -inf as C's lgamma (MXNet's; scipy's gammaln gives -inf)."""
     xp, x, y = call.xp, call.inputs[0], call.outputs[0]
@@ -107,6 +136,7 @@ def gammaln(call):
 
 
 @kernel("rsqrt", inplace=True)
+@float_math
 def rsqrt(call):
     xp, x, y = call.xp, call.inputs[0], call.outputs[0]
 
@@ -117,6 +147,7 @@ def rsqrt(call):
 
 
 @kernel("rcbrt", inplace=True)
+@float_math
 def rcbrt(call):
     xp, x, y = call.xp, call.inputs[0], call.outputs[0]
 
@@ -133,6 +164,7 @@ def relu(call):
 
 
 @kernel("sigmoid", inplace=True)
+@float_math
 def sigmoid(call):
     xp, x, y = call.xp, call.inputs[0], call.outputs[0]
 
@@ -145,6 +177,7 @@ def sigmoid(call):
 
 
 @kernel("softsign")
+@float_math
 def softsign(call):
     xp, x, y = call.xp, call.inputs[0], call.outputs[0]
 
