@@ -10,7 +10,8 @@ import numpy as np
 from graphexec.core.runtime.kernels import KernelCall, KernelFactory, KernelFn
 
 __all__ = ["KERNELS", "INPLACE", "kernel", "special", "KernelCall", "KernelFn", "is_float",
-           "cast_scalar", "scalar_operand", "sequence", "nothing", "bound_by_scalar"]
+           "cast_scalar", "scalar_operand", "sequence", "nothing", "bound_by_scalar",
+           "float_math"]
 
 #: op name -> factory, filled by the kernel modules at import.
 KERNELS: dict[str, KernelFactory] = {}
@@ -68,6 +69,36 @@ def special(xp):
         return scipy.special
     import cupyx.scipy.special
     return cupyx.scipy.special
+
+
+def float_math(factory, work=np.float32, half: bool = False, integers: bool = True):
+    """``factory`` for float data; for integer data (MXNet computes such ops in float32, its
+    special functions in float64, and truncates the result into the integer dtype: exp(3) =
+    20, erf(5) = 0, sqrt(-7) and log(0) give the dtype's lowest value, as a C cast of NaN
+    and inf does on x86) it runs on ``work`` copies of its one input and output and casts
+    (not with ``integers`` False). With ``half``, float16 data too (kernels of several steps,
+    which in float16 would round after each: sigmoid(-1) came out an ulp below MXNet's, which
+    rounds once from float32)."""
+    def wrapped(call):
+        x, y = call.inputs[0], call.outputs[0]
+        halves = half and x.dtype == np.float16 and y.dtype == np.float16
+        numbers = integers and x.dtype.kind != "f" and y.dtype.kind != "f"
+        if not (halves or numbers):
+            return factory(call)
+        xp = call.xp
+        xf, yf = xp.empty(x.shape, work), xp.empty(y.shape, work)
+        inner = factory(call.with_arrays([xf], [yf]))
+        low = np.iinfo(y.dtype).min if y.dtype.kind in "iu" else None
+
+        def run():
+            xp.copyto(xf, x, casting="unsafe")
+            inner()
+            if low is not None:
+                xp.copyto(yf, low, where=~xp.isfinite(yf))
+            xp.copyto(y, yf, casting="unsafe")
+        return run
+    wrapped.__doc__ = factory.__doc__
+    return wrapped
 
 
 def is_float(arr) -> bool:

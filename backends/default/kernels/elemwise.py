@@ -8,7 +8,7 @@ import numpy as np
 
 from graphexec.core.ops.elemwise import BINARY, BROADCAST, SCALAR, base_name
 
-from .base import bound_by_scalar, cast_scalar, kernel, scalar_operand, special
+from .base import bound_by_scalar, cast_scalar, float_math, kernel, scalar_operand, special
 
 # unary ops that are a single ufunc of the array module
 _UFUNC = {name: name for name in (
@@ -30,30 +30,6 @@ def _special_ufunc(name):
     def factory(call):
         return partial(getattr(special(call.xp), name), call.inputs[0], out=call.outputs[0])
     return factory
-
-
-def float_math(factory, work=np.float32):
-    """``factory`` for float data; for integer data (MXNet computes such ops in float32, its
-    special functions in float64, and truncates the result into the integer dtype: exp(3) =
-    20, erf(5) = 0, sqrt(-7) and log(0) give the dtype's lowest value, as a C cast of NaN
-    and inf does on x86) it runs on ``work`` copies and casts."""
-    def wrapped(call):
-        x, y = call.inputs[0], call.outputs[0]
-        if x.dtype.kind == "f" or y.dtype.kind == "f":
-            return factory(call)
-        xp = call.xp
-        xf, yf = xp.empty(x.shape, work), xp.empty(y.shape, work)
-        inner = factory(call.with_arrays([xf], [yf]))
-        low = np.iinfo(y.dtype).min if y.dtype.kind in "iu" else 0
-
-        def run():
-            xp.copyto(xf, x, casting="unsafe")
-            inner()
-            xp.copyto(yf, low, where=~xp.isfinite(yf))
-            xp.copyto(y, yf, casting="unsafe")
-        return run
-    wrapped.__doc__ = factory.__doc__
-    return wrapped
 
 
 _INTEGER_SAFE = frozenset(("abs", "negative", "square", "floor", "ceil", "trunc", "fix"))
@@ -136,7 +112,7 @@ def gammaln(call):
 
 
 @kernel("rsqrt", inplace=True)
-@float_math
+@partial(float_math, half=True)
 def rsqrt(call):
     xp, x, y = call.xp, call.inputs[0], call.outputs[0]
 
@@ -147,7 +123,7 @@ def rsqrt(call):
 
 
 @kernel("rcbrt", inplace=True)
-@float_math
+@partial(float_math, half=True)
 def rcbrt(call):
     xp, x, y = call.xp, call.inputs[0], call.outputs[0]
 
@@ -164,7 +140,7 @@ def relu(call):
 
 
 @kernel("sigmoid", inplace=True)
-@float_math
+@partial(float_math, half=True)
 def sigmoid(call):
     xp, x, y = call.xp, call.inputs[0], call.outputs[0]
 
@@ -177,7 +153,7 @@ def sigmoid(call):
 
 
 @kernel("softsign")
-@float_math
+@partial(float_math, half=True)
 def softsign(call):
     xp, x, y = call.xp, call.inputs[0], call.outputs[0]
 

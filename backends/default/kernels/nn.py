@@ -12,7 +12,7 @@ import numpy as np
 from graphexec.core.ops.nn import SELU_ALPHA, SELU_LAMBDA
 
 from .base import (BATCHNORM_RELU, NATIVE_RELU_FUSED, OPENMP, bound_by_scalar, cast_scalar,
-                   kernel, kernel_variant, nothing, same_array, special)
+                   float_math, kernel, kernel_variant, nothing, same_array, special)
 from .compiled import (affine_runner, channel_range, channel_rows, compiled_for, over_channels,
                        over_rows)
 
@@ -75,12 +75,19 @@ _ACTIVATIONS = {
 }
 
 
+def _activation(call):
+    return partial(_ACTIVATIONS[call.params.act_type], call.xp, call.inputs[0],
+                   call.outputs[0])
+
+
 @kernel("Activation", inplace=True)
 def activation(call):
+    """relu, sigmoid, tanh, softrelu, softsign; the last four on float16 data computed in
+    float32 and rounded once, as MXNet's."""
     x, y = call.inputs[0], call.outputs[0]
     if call.params.act_type == "relu":
         return bound_by_scalar(call.xp, "maximum", x, cast_scalar(0, y), y)
-    return partial(_ACTIVATIONS[call.params.act_type], call.xp, x, y)
+    return float_math(_activation, half=True, integers=False)(call)
 
 
 @kernel_variant("Activation", NATIVE_RELU_FUSED)
@@ -107,7 +114,15 @@ def _scaled_expm1(xp, y, alpha, scale=1.0):
 
 @kernel("LeakyReLU")
 def leaky_relu(call):
-    """leaky / elu / selu / gelu (erf form) / prelu (gamma per channel or scalar) / rrelu."""
+    """leaky / elu / selu / gelu (erf form) / prelu (gamma per channel or scalar) / rrelu;
+    elu and gelu on float16 data computed in float32 and rounded once, as MXNet's (its selu
+    takes lambda and alpha in the data's dtype)."""
+    if call.params.act_type in ("elu", "gelu"):
+        return float_math(_leaky_relu, half=True, integers=False)(call)
+    return _leaky_relu(call)
+
+
+def _leaky_relu(call):
     xp, p, x, y = call.xp, call.params, call.inputs[0], call.outputs[0]
     kind = p.act_type
     if kind == "leaky":
