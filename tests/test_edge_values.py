@@ -310,3 +310,12 @@ def test_float16_activations_round_once(op, attrs):
     wide = getattr(gx.nd, op)(gx.nd.array(x.astype(np.float32)), **attrs)
     assert got.dtype == np.float16
     np.testing.assert_array_equal(got, np.asarray(wide).astype(np.float16))
+
+
+def test_float16_smooth_l1_rounds_once():
+    """MXNet 1.9.1 on float16 data (sigma 1.5, [-4, 4]): the float32 result rounded once."""
+    x = np.linspace(-4, 4, 41).astype(np.float16)
+    got = gx.nd.smooth_l1(gx.nd.array(x, dtype="float16"), scalar=1.5)
+    wide = gx.nd.smooth_l1(gx.nd.array(x.astype(np.float32)), scalar=1.5)
+    assert got.dtype == np.float16
+    np.testing.assert_array_equal(got, np.asarray(wide).astype(np.float16))

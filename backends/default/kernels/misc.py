@@ -5,12 +5,14 @@ all_finite / multi_all_finite and the AMP casts, with their backward operators.
 Reductions of float16 data run in float32 (as MXNet's kernels accumulate)."""
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from graphexec.core.ops.misc import smooth_l1_constants, split_v2_indices
 from graphexec.core.ops.slicing import slice_bounds
 
-from .base import kernel, sequence
+from .base import float_math, kernel, sequence
 from .nn import softmax_fn, work_dtype
 from .nn_grad import softmax_grad_fn
 from .tensor import copy_plan
@@ -22,8 +24,10 @@ def _store(xp, out, value) -> None:
 
 # -- smooth_l1 ----------------------------------------------------------------------------------
 @kernel("smooth_l1", inplace=True)
+@partial(float_math, half=True, integers=False)
 def smooth_l1(call):
-    """0.5 (sigma x)^2 where |x| < 1 / sigma^2, else |x| - 0.5 / sigma^2."""
+    """0.5 (sigma x)^2 where |x| < 1 / sigma^2, else |x| - 0.5 / sigma^2; on float16 data in
+    float32, rounded once (MXNet's numbers)."""
     xp, x, out = call.xp, call.inputs[0], call.outputs[0]
     s2, bound, shift = smooth_l1_constants(call.params.scalar)
 
