@@ -284,25 +284,31 @@ def window_max(xp, a, axes: tuple, out, keepdims: bool = False):
         xp.nanmax(a, axis=axes, out=out, keepdims=keepdims)
 
 
-def first_maximum(xp, flat, peak):
+def first_maximum(flat, peak):
     """The index along the last axis of ``flat`` of the first element equal to ``peak``
     (``flat``'s shape but the last axis 1): 0 where none is (a window of NaN or values at
     or below the dtype's lowest, whose maximum is that lowest value)."""
     return (flat == peak).argmax(axis=-1)
 
 
+def _lowest_floor(xp, out):
+    """``f()`` raising ``out`` to at least its dtype's lowest value in place (NaN too): max
+    pooling's result, as MXNet's running maximum from that value."""
+    return bound_by_scalar(xp, "fmax", out, lowest(out.dtype), out)
+
+
 def _global_pool(call, x, out, ws):
     xp, p = call.xp, call.params
     axes = tuple(range(2, x.ndim))
     if p.pool_type == "max":
-        floor = bound_by_scalar(xp, "fmax", out, lowest(out.dtype), out)
+        floor = _lowest_floor(xp, out)
         planes = x.shape[:2]
 
         def run():
             window_max(xp, x, axes, out, keepdims=True)
             floor()
             if ws is not None and call.is_train:
-                flat = first_maximum(xp, x.reshape(*planes, -1), out.reshape(*planes, 1))
+                flat = first_maximum(x.reshape(*planes, -1), out.reshape(*planes, 1))
                 xp.copyto(ws.reshape(flat.shape), flat, casting="unsafe")
         return run
     if p.pool_type in ("avg", "sum"):
@@ -323,11 +329,11 @@ def lp_root(xp, a, pv: int):
 def _axis_passes(call, geo, src_shape: tuple, out_sp: tuple, dtype, combine: str):
     """(scratch specs, ``f(src, out, bufs)``): the windows of ``src`` (shaped
     ``src_shape``) reduced one spatial axis at a time (``combine`` "fmax", which skips NaN,
-    or "add"), each
-    pass one ufunc call per kernel offset along its axis into a scratch array in ``dtype``
-    (the last pass into ``out``; ``bufs`` the specs' arrays). A k x k window so costs 2k
-    calls where all its offsets cost k*k: per pooling (batch 1) 0.54x the offsets' time for
-    3x3 stride-1 windows (Inception v3), 0.70-0.84x for 3x3 and 2x2 stride-2 ones. The
+    or "add"), each pass one ufunc call per kernel offset along its axis into a scratch
+    array in ``dtype`` (the last pass into ``out``; ``bufs`` the specs' arrays). A k x k
+    window so costs 2k calls where all its offsets cost k*k: per pooling (batch 1) 0.54x
+    the offsets' time for 3x3 stride-1 windows (Inception v3), 0.70-0.84x for 3x3 and 2x2
+    stride-2 ones. The
     last axis goes first, unless its stride is above 1: then the first axis goes first, so
     that the first pass reads whole contiguous rows and only the smaller partial result is
     read with the stride (3x3 stride-2 max pooling 0.78-0.86x the time of the other order,
@@ -458,8 +464,8 @@ def pooling(call):
     ``workspace`` output receives, for each window, the kernel offset of its first maximum
     (row-major within the window; for global pooling the index in the plane; 0 where no
     element is above the lowest value, as MXNet's oneDNN kernels give), from which the
-    gradient routes back. lp
-    raises a float32 (float16 data) scratch copy to the power in place."""
+    gradient routes back. lp raises a float32 (float16 data) scratch copy to the power in
+    place."""
     xp, p = call.xp, call.params
     geo, out_sp = pool_geometry(p, call.inputs[0].shape)
     x = channel_first_view(call.inputs[0], geo.last)
@@ -478,7 +484,7 @@ def pooling(call):
                                      "fmax" if p.pool_type == "max" else "add")
     if p.pool_type == "max":
         source = padded_source(call, x, geo.pad, lowest(x.dtype), extra=specs)
-        floor = bound_by_scalar(xp, "fmax", out, lowest(out.dtype), out)
+        floor = _lowest_floor(xp, out)
         if tracked:
             return _tracked_max_pool(call, source, out, ws,
                                      offset_slices(geo.kernel, geo.stride, geo.dilate, out_sp),

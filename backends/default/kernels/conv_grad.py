@@ -335,7 +335,7 @@ def _global_backward(call, og, x, y, ws, dx):
 
         def route():
             idx = (ws.reshape(-1) if ws is not None
-                   else first_maximum(xp, x.reshape(n * c, size), y.reshape(n * c, 1)))
+                   else first_maximum(x.reshape(n * c, size), y.reshape(n * c, 1)))
             flat.fill(0)
             flat[rows, idx] = og.reshape(-1)
             commit()

@@ -62,16 +62,16 @@ def round_half_away(call):
     return run
 
 
+def mxnet_sign(xp, x, out=None):
+    """-1, 0 or 1 as MXNet's sign (x < 0 ? -1 : x > 0 ? 1 : 0): NaN gives 0 (numpy's sign
+    gives NaN)."""
+    out = xp.sign(x, out=out)
+    return xp.nan_to_num(out, copy=False, nan=0.0)
+
+
 @kernel("sign", inplace=True)
 def sign(call):
-    """-1, 0 or 1; NaN gives 0, as MXNet's sign (x < 0 ? -1 : x > 0 ? 1 : 0); numpy's gives
-    NaN."""
-    xp, x, y = call.xp, call.inputs[0], call.outputs[0]
-
-    def run():
-        xp.sign(x, out=y)
-        xp.nan_to_num(y, copy=False, nan=0.0)
-    return run
+    return partial(mxnet_sign, call.xp, call.inputs[0], call.outputs[0])
 
 
 @kernel("rint")
@@ -80,6 +80,8 @@ def rint_half_down(call):
     -3, -0.5 -> -1; numpy's rint rounds ties to even); a zero result keeps x's sign (ceil
     of -0.3 is -0). Not in place: x is read after the output is first written."""
     xp, x, y = call.xp, call.inputs[0], call.outputs[0]
+    if x.dtype.kind != "f":
+        return partial(xp.copyto, y, x)  # integers are their own nearest integer
     low = xp.empty(x.shape, x.dtype)
     half = scalar_operand(xp, 0.5, y)
 
@@ -90,8 +92,6 @@ def rint_half_down(call):
         xp.greater(y, half, out=y)       # 1 where ceil(x) is nearer
         xp.add(y, low, out=y)
         xp.copysign(y, x, out=y)
-    if x.dtype.kind != "f":
-        return partial(xp.copyto, y, x)  # integers are their own nearest integer
     return run
 
 

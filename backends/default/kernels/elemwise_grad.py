@@ -9,6 +9,7 @@ from graphexec.core.ops.elemwise import BINARY, BROADCAST, SCALAR, base_name
 from graphexec.core.ops.elemwise_grad import SCALAR_OGRAD_ONLY, ZERO_GRAD
 
 from .base import cast_scalar, kernel, special
+from .elemwise import mxnet_sign
 
 
 def reduce_to(xp, g, shape: tuple):
@@ -27,7 +28,7 @@ def _write(xp, out, value):
 
 # derivative of each unary op from its source (x, or y for ops in UNARY_FROM_OUTPUT)
 _DERIV = {
-    "abs": lambda xp, x: xp.nan_to_num(xp.sign(x), copy=False, nan=0.0),  # MXNet's sign
+    "abs": mxnet_sign,
     "reciprocal": lambda xp, x: -1 / (x * x),
     "square": lambda xp, x: 2 * x,
     "sqrt": lambda xp, y: 0.5 / y,

@@ -71,9 +71,10 @@ def gemm_backward(call):
 
 
 # -- trmm / trsm -------------------------------------------------------------------------------
-def _op_tri(xp, a, p):
-    t = tri(xp, a, p.lower)
-    return tr(t) if p.transpose else t
+def _op_tri(xp, a, lower: bool, transpose: bool):
+    """The ``lower`` (upper) triangle of the stacked ``a``, transposed with ``transpose``."""
+    t = tri(xp, a, lower)
+    return tr(t) if transpose else t
 
 
 @kernel("_linalg_trmm")
@@ -81,7 +82,7 @@ def trmm(call):
     xp, p, (a, b), out = call.xp, call.params, call.inputs, call.outputs[0]
 
     def run():
-        m = _op_tri(xp, a, p)
+        m = _op_tri(xp, a, p.lower, p.transpose)
         put(xp, out, p.alpha * (xp.matmul(b, m) if p.rightside else xp.matmul(m, b)))
     return run
 
@@ -91,7 +92,7 @@ def trmm_backward(call):
     xp, p, (g, a, b), (da, db) = call.xp, call.params, call.inputs, call.outputs
 
     def run():
-        m = _op_tri(xp, a, p)
+        m = _op_tri(xp, a, p.lower, p.transpose)
         d_m = xp.matmul(tr(b), g) if p.rightside else xp.matmul(g, tr(b))
         put(xp, da, tri(xp, p.alpha * (tr(d_m) if p.transpose else d_m), p.lower))
         put(xp, db, p.alpha * (xp.matmul(g, tr(m)) if p.rightside else xp.matmul(tr(m), g)))
@@ -113,8 +114,7 @@ def solve_tri(xp, a, b, lower: bool, transpose: bool, rightside: bool, alpha: fl
             out[i] = trsm(alpha, a3[i], b3[i], side=int(rightside), lower=int(lower),
                           trans_a=int(transpose))
         return out.reshape(b.shape)
-    m = tri(xp, a, lower)
-    m = tr(m) if transpose else m
+    m = _op_tri(xp, a, lower, transpose)
     if rightside:
         return alpha * tr(xp.linalg.solve(tr(m), tr(b)))
     return alpha * xp.linalg.solve(m, b)

@@ -191,9 +191,12 @@ def _add_n(c: ConvertCall) -> None:
 
 
 # -- what ONNX lacks, composed to give graphexec's kernels' results ---------------------------
-def _signed(c: ConvertCall, magnitude: str) -> None:
-    """sign(x) * magnitude into the output."""
-    c.b.one("Mul", [c.b.one("Sign", [c.x], hint=c.hint("sign")), magnitude], c.out)
+def _trunc_of(c: ConvertCall, sign: str | None, out: str | None) -> str:
+    """x toward zero, sign(x) * floor(|x|), into ``out`` (``sign``: Sign(x) when already
+    made)."""
+    sign = sign or c.b.one("Sign", [c.x], hint=c.hint("sign"))
+    whole = c.b.one("Floor", [c.b.one("Abs", [c.x], hint=c.hint("abs"))], hint=c.hint("floor"))
+    return c.b.one("Mul", [sign, whole], out, hint=c.hint("trunc"))
 
 
 @converter("round")
@@ -205,8 +208,7 @@ def _round(c: ConvertCall) -> None:
         c.b.one("Identity", [c.x], c.out)
         return
     sign = c.b.one("Sign", [c.x], hint=c.hint("sign"))
-    whole = c.b.one("Mul", [sign, c.b.one("Floor", [c.b.one("Abs", [c.x], hint=c.hint("abs"))],
-                                           hint=c.hint("floor"))], hint=c.hint("trunc"))
+    whole = _trunc_of(c, sign, None)
     frac = c.b.one("Abs", [c.b.one("Sub", [c.x, whole], hint=c.hint("diff"))],
                    hint=c.hint("frac"))
     up = c.b.one("GreaterOrEqual", [frac, c.b.const(0.5, dt, c.hint("half"))],
@@ -219,11 +221,13 @@ def _round(c: ConvertCall) -> None:
 @converter("sign")
 def _sign(c: ConvertCall) -> None:
     """MXNet's sign gives 0 for NaN (ONNX Runtime's Sign gives NaN)."""
-    sign = c.b.one("Sign", [c.x], None if c.in_dtypes[0].kind == "f" else c.out,
-                   hint=c.hint("sign"))
-    if c.in_dtypes[0].kind == "f":
-        zero = c.b.const(0, c.in_dtypes[0], c.hint("zero"))
-        c.b.one("Where", [c.b.one("IsNaN", [c.x], hint=c.hint("isnan")), zero, sign], c.out)
+    dt = c.in_dtypes[0]
+    if dt.kind != "f":
+        c.b.one("Sign", [c.x], c.out)
+        return
+    sign = c.b.one("Sign", [c.x], hint=c.hint("sign"))
+    zero = c.b.const(0, dt, c.hint("zero"))
+    c.b.one("Where", [c.b.one("IsNaN", [c.x], hint=c.hint("isnan")), zero, sign], c.out)
 
 
 @converter("rint")
@@ -244,8 +248,7 @@ def _rint(c: ConvertCall) -> None:
 @converter("trunc", "fix")
 def _trunc(c: ConvertCall) -> None:
     """Toward zero: sign(x) * floor(|x|)."""
-    _signed(c, c.b.one("Floor", [c.b.one("Abs", [c.x], hint=c.hint("abs"))],
-                       hint=c.hint("floor")))
+    _trunc_of(c, None, c.out)
 
 
 def _cbrt_of(c: ConvertCall, out: str | None) -> str:

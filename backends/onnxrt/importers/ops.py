@@ -63,7 +63,7 @@ def _round(ctx, node):
     x = ctx.sym(node.input[0])
     low = op(ctx, node, "floor", [x], suffix="floor")
     frac = op(ctx, node, "elemwise_sub", [x, low], suffix="frac")
-    up = op(ctx, node, "_greater_scalar", [frac, ], scalar=0.5, suffix="up")
+    up = op(ctx, node, "_greater_scalar", [frac], scalar=0.5, suffix="up")
     tie = op(ctx, node, "_equal_scalar", [frac], scalar=0.5, suffix="tie")
     odd = op(ctx, node, "_mod_scalar", [low], scalar=2.0, suffix="odd")
     even_up = op(ctx, node, "where", [tie, odd, op(ctx, node, "zeros_like", [odd],
