@@ -78,13 +78,20 @@ def _close(got, want, what: str) -> None:
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=3e-5 * scale, err_msg=what)
 
 
+@pytest.mark.parametrize("any_size", [False, True])
 @pytest.mark.parametrize("residual,shape", [(True, (3, 2, 9, 10)), (False, (3, 2, 9, 10)),
                                             (True, (4, 2, 32, 32)), (True, (3, 2, 7, 8)),
                                             (False, (5, 2, 4, 4))])
-def test_separable_block_matches_native(residual, shape):
+def test_separable_block_matches_native(residual, shape, any_size, monkeypatch):
     """Maps of at most 64 positions run the depthwise layer's native loops over rows
-    (``openmp``), larger ones oneDNN's."""
+    (``openmp``), larger ones oneDNN's; where PyTorch's kernels use a vector extension of
+    NATIVE_DEPTHWISE_ANY_SIZE_CAPABILITIES (``any_size``) every map size runs the loops."""
     _needs_torch_and_numba()
+    import torch
+
+    from graphexec.backends.torchcpu import select
+    monkeypatch.setattr(select, "NATIVE_DEPTHWISE_ANY_SIZE_CAPABILITIES",
+                        frozenset({torch.backends.cpu.get_cpu_capability()} if any_size else ()))
     sym = _separable(residual)
     want, got = _step(sym, "NONE", shape=shape), _step(sym, "torch", shape=shape)
     plan = got._plan
@@ -92,7 +99,7 @@ def test_separable_block_matches_native(residual, shape):
     assert plan.channels_last, "no entry stored channels-last"
     variant = {n.name: n.attrs.get(KERNEL_ATTR) for n in ig.nodes if n.op is not None}
     small = shape[2] * shape[3] <= NATIVE_DEPTHWISE_MAX_POSITIONS
-    assert variant["dw"] == ("openmp" if small else "torch")
+    assert variant["dw"] == ("openmp" if small or any_size else "torch")
     assert variant["dw_backward"] == variant["dw"] and variant["pw"] == "torch"
     marked = {n.name for n in ig.nodes if n.op is not None and LAYOUT_ATTR in n.attrs}
     assert {"c0", "dw", "pw", "bn1", "r1", "pool", "pool_backward"} <= marked

@@ -72,11 +72,19 @@ LAYOUT_CONVERTERS = frozenset({"Convolution", "_backward_Convolution", "Pooling"
 #: 512 at 4x4 1.3x; benchmarks/README.md)
 DENSE_CHANNELS_LAST_MIN_POSITIONS = 196
 #: the most output positions per map (OH x OW) of a depthwise convolution that runs the
-#: native compiled loops over channels-last rows (``openmp``) instead of oneDNN's: on small
-#: maps oneDNN's fixed cost per call dominates (MobileNet v1 0.25's layers, batch 16,
-#: forward + backward, loops over oneDNN's: 7x7 maps 0.3-0.85x, 4x4 0.57-0.85x; 14x14
-#: 1.0-1.2x, 28x28 1.1-1.3x, stride 2 to 28x28 2x; benchmarks/README.md)
+#: native compiled loops over channels-last rows (``openmp``) instead of oneDNN's, where
+#: PyTorch's kernels use a vector extension outside NATIVE_DEPTHWISE_ANY_SIZE_CAPABILITIES:
+#: on small maps oneDNN's fixed cost per call dominates (MobileNet v1 0.25's layers, batch
+#: 16, forward + backward, loops over oneDNN's: 7x7 maps 0.3-0.85x, 4x4 0.57-0.85x); on an
+#: AVX-512 Xeon every depthwise layer native made MobileNet's step 1.019x (0.98-1.05), up to
+#: 300 positions 0.995x (benchmarks/README.md)
 NATIVE_DEPTHWISE_MAX_POSITIONS = 64
+#: the vector extensions of PyTorch's CPU kernels where depthwise convolutions of every map
+#: size run the native loops: AVX2 (an AMD EPYC: MobileNet v1 0.25's step 0.950x, quartiles
+#: 0.938-0.965, with its five large-map layers native; per layer with cold caches, as in a
+#: step, forward + backward 0.54-0.88x oneDNN's with its copies into the planned arrays;
+#: benchmarks/README.md)
+NATIVE_DEPTHWISE_ANY_SIZE_CAPABILITIES = frozenset({"AVX2"})
 #: the fewest input and output channels, and 2x2 output tiles in the batch, for which the
 #: Winograd variant beat oneDNN's convolution, forward and backward, on every layer shape
 #: measured (benchmarks/bench_winograd.py: ResNet's 64-512 channel layers 0.64-0.89x; 8-32
@@ -232,7 +240,8 @@ def make_backend() -> SubgraphBackend:
 def variant_for(node, in_shapes: list) -> str:
     """The kernel variant the supported forward ``node`` (and its backward) runs, where numba
     is installed and the native variant registered: BatchNorm, and depthwise convolutions
-    with small output maps (:data:`NATIVE_DEPTHWISE_MAX_POSITIONS`), the native compiled
+    (on small output maps, :data:`NATIVE_DEPTHWISE_MAX_POSITIONS`, or all of them with
+    AVX2, :data:`NATIVE_DEPTHWISE_ANY_SIZE_CAPABILITIES`), the native compiled
     loops on numba's threads (in a step of ResNet-18 v1 0.97-0.99x, of MobileNet v1 0.25 0.89-0.94x
     the time with PyTorch's BatchNorm, benchmarks/README.md); 3x3 stride-1 convolutions of
     at least WINOGRAD_MIN_CHANNELS channels in and out and WINOGRAD_MIN_TILES output tiles
@@ -252,7 +261,7 @@ def _winograd_wins(p, in_shapes: list) -> bool:
     tiles = winograd_tiles(p, data)
     if tiles is None or min(data[1], weight[0]) < WINOGRAD_MIN_CHANNELS:
         return False
-    if load_torch().backends.cpu.get_cpu_capability() not in WINOGRAD_CAPABILITIES:
+    if _capability() not in WINOGRAD_CAPABILITIES:
         return False
     return data[0] * tiles.th * tiles.tw >= WINOGRAD_MIN_TILES and _native_variant(WINOGRAD,
                                                                                    "Convolution")
@@ -260,8 +269,9 @@ def _winograd_wins(p, in_shapes: list) -> bool:
 
 def _native_depthwise(p, in_shapes: list) -> bool:
     """A 2-D depthwise convolution (as many groups as input channels and filters) with at
-    most NATIVE_DEPTHWISE_MAX_POSITIONS output positions per map, where numba is
-    installed."""
+    most NATIVE_DEPTHWISE_MAX_POSITIONS output positions per map, or of any size where
+    PyTorch's kernels use a vector extension of NATIVE_DEPTHWISE_ANY_SIZE_CAPABILITIES,
+    where numba is installed."""
     data = in_shapes[0]
     if data is None or len(data) != 4 or channel_last(p.layout):
         return False
@@ -269,8 +279,14 @@ def _native_depthwise(p, in_shapes: list) -> bool:
         return False
     geo = conv_geometry(p)
     positions = math.prod(conv_out_size(x, i, geo) for i, x in enumerate(data[2:]))
-    return (positions <= NATIVE_DEPTHWISE_MAX_POSITIONS
+    any_size = _capability() in NATIVE_DEPTHWISE_ANY_SIZE_CAPABILITIES
+    return ((any_size or positions <= NATIVE_DEPTHWISE_MAX_POSITIONS)
             and _native_variant(OPENMP, "Convolution"))
+
+
+def _capability() -> str:
+    """The vector extension of PyTorch's CPU kernels ("AVX2", "AVX512", ...)."""
+    return load_torch().backends.cpu.get_cpu_capability()
 
 
 def _openmp_batch_norm() -> bool:
