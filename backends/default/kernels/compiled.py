@@ -60,6 +60,10 @@ from graphexec.core.runtime.layout import stored_channels_last
 
 from .depthwise_rows import FUNCTIONS as DEPTHWISE_ROWS_LOOPS
 from .depthwise_rows import PARALLEL as DEPTHWISE_ROWS_PARALLEL
+from .reduce_loops import FUNCTIONS as REDUCE_LOOPS
+from .reduce_loops import INLINE as REDUCE_INLINE
+from .reduce_loops import PARALLEL as REDUCE_PARALLEL
+from .reduce_loops import REDUCERS
 from .winograd_loops import FUNCTIONS as WINOGRAD_LOOPS
 from .winograd_loops import RUN as WINOGRAD_RUN
 
@@ -773,7 +777,7 @@ _FUNCTIONS = (_depthwise_flat, _depthwise_loops, _block_sums, _lane_sums, _lane_
               _batch_norm_finish, _batch_norm_train_parts, _batch_norm_backward_parts,
               _run_width, _tile, _rows_moments, _rows_affine, _rows_train_parts,
               _rows_affine_parts, _rows_gradient_sums, _rows_data_gradient, _rows_backward_parts,
-              *WINOGRAD_LOOPS, *DEPTHWISE_ROWS_LOOPS)
+              *WINOGRAD_LOOPS, *DEPTHWISE_ROWS_LOOPS, *REDUCE_LOOPS)
 #: the options beyond caching and nogil: the one fast-math flag of the block sums (see
 #: :func:`_block_sums`), numba's threads for the loops over channel ranges, planes and
 #: rows, fused multiply-adds in the depthwise rows loops, whose shared multiply-add is
@@ -790,7 +794,9 @@ _OPTIONS = {"_block_sums": ", fastmath={'reassoc'}", "_batch_norm_train_parts": 
             "_three_taps": ", fastmath={'contract'}, inline='always'",
             "_nine_taps": ", fastmath={'contract'}, inline='always'",
             "_dw_row": ", fastmath={'contract'}, inline='always'",
-            "_strided_3x3_row": ", fastmath={'contract'}"}
+            "_strided_3x3_row": ", fastmath={'contract'}",
+            **{name: ", parallel=True" for name in REDUCE_PARALLEL},
+            **{name: ", inline='always'" for name in REDUCE_INLINE}}
 _LOOPS = {"depthwise": "_depthwise_loops", "channel_affine": "_channel_affine",
           "channel_shift": "_channel_shift",
           "batch_norm_train": "_batch_norm_train", "batch_norm_backward": "_batch_norm_backward",
@@ -801,7 +807,8 @@ _LOOPS = {"depthwise": "_depthwise_loops", "channel_affine": "_channel_affine",
           "batch_norm_rows_affine": "_rows_affine_parts",
           "batch_norm_rows_backward": "_rows_backward_parts",
           **{fn.__name__[1:]: fn.__name__ for fn in WINOGRAD_LOOPS},
-          **{name[1:]: name for name in DEPTHWISE_ROWS_PARALLEL}}
+          **{name[1:]: name for name in DEPTHWISE_ROWS_PARALLEL},
+          **{name[1:]: name for name in REDUCE_PARALLEL}}
 _MODULE: list = []
 #: loops numba failed to compile (warned once each)
 _FAILED: set[str] = set()
@@ -809,7 +816,9 @@ _FAILED: set[str] = set()
 
 def _source() -> str:
     from graphexec.core.runtime.jit_cache import CACHE_OPTION
-    parts = ["import numpy as np", "from numba import njit, prange", "", f"BLOCK = {BLOCK}",
+    parts = ["import math", "import numpy as np", "from numba import njit, prange", "",
+             f"{', '.join(REDUCERS)} = range({len(REDUCERS)})",
+             f"BLOCK = {BLOCK}",
              f"SHORT = {SHORT}", f"LANE_BATCH = {LANE_BATCH}", f"TINY = {TINY}",
              f"LANES = {LANES}", f"RUN = {WINOGRAD_RUN}", f"RUN_LANES = {RUN_LANES}"]
     for fn in _FUNCTIONS:

@@ -5,41 +5,53 @@ from __future__ import annotations
 import math
 from functools import partial
 
+import numpy as np
+
 from graphexec.core.ops.elemwise import BINARY, BROADCAST, SCALAR, base_name
 from graphexec.core.ops.elemwise_grad import SCALAR_OGRAD_ONLY, ZERO_GRAD
 
 from .base import cast_scalar, kernel, special
 from .elemwise import mxnet_sign
+from .reducers import sum_to
 
 
-def reduce_to(xp, g, shape: tuple):
-    """Sum ``g`` over the axes that broadcasting expanded, giving an array of ``shape``."""
-    if g.shape == tuple(shape):
-        return g
-    lead = g.ndim - len(shape)
-    axes = tuple(range(lead)) + tuple(i + lead for i, s in enumerate(shape)
-                                      if s == 1 and g.shape[i + lead] != 1)
-    return g.sum(axis=axes).reshape(shape)
+def _writer(xp, full: tuple, dtype, out):
+    """``f(value)``: ``value`` (of shape ``full``) summed over the axes that broadcasting
+    expanded into ``out``, as MXNet's gradients of broadcasting sum
+    (:func:`~.reducers.sum_to`)."""
+    if tuple(full) == out.shape:
+        return lambda value: xp.copyto(out, value, casting="unsafe")
+    lead = len(full) - out.ndim
+    axes = tuple(range(lead)) + tuple(i + lead for i, s in enumerate(out.shape)
+                                      if s == 1 and full[i + lead] != 1)
+    summed = sum_to(xp, tuple(full), dtype, axes)
+    return lambda value: xp.copyto(out, summed(value).reshape(out.shape), casting="unsafe")
 
 
-def _write(xp, out, value):
-    xp.copyto(out, reduce_to(xp, value, out.shape), casting="unsafe")
+def _over(x, single: float, double: float):
+    """MXNet's log10/log2 derivative: a constant over x, the float literal for float32 and
+    float16 data (in float32, rounded once into the data's type), the double one for
+    float64."""
+    if x.dtype == np.float64:
+        return double / x
+    return (np.float32(single) / x.astype(np.float32, copy=False)).astype(x.dtype, copy=False)
 
 
-# derivative of each unary op from its source (x, or y for ops in UNARY_FROM_OUTPUT)
+# derivative of each unary op from its source (x, or y for ops in UNARY_FROM_OUTPUT), as
+# MXNet writes it (cbrt_grad 1 / (3 y^2), degrees_grad 180.0f / PI in float32, ...)
 _DERIV = {
     "abs": mxnet_sign,
     "reciprocal": lambda xp, x: -1 / (x * x),
     "square": lambda xp, x: 2 * x,
     "sqrt": lambda xp, y: 0.5 / y,
     "rsqrt": lambda xp, x: -0.5 / (x * xp.sqrt(x)),
-    "cbrt": lambda xp, y: 1 / (3 * y * y),
-    "rcbrt": lambda xp, x: -1 / (3 * x * xp.cbrt(x)),
+    "cbrt": lambda xp, y: 1 / (3 * (y * y)),
+    "rcbrt": lambda xp, x: -1 / (3 * xp.cbrt(x) * x),
     "exp": lambda xp, y: y,
     "expm1": lambda xp, y: y + 1,
     "log": lambda xp, x: 1 / x,
-    "log10": lambda xp, x: 1 / (x * math.log(10)),
-    "log2": lambda xp, x: 1 / (x * math.log(2)),
+    "log10": lambda xp, x: _over(x, 0.4342944819, 0.43429448190325182765),
+    "log2": lambda xp, x: _over(x, 1.442695041, 1.44269504088896340737),
     "log1p": lambda xp, x: 1 / (1 + x),
     "sin": lambda xp, x: xp.cos(x),
     "cos": lambda xp, x: -xp.sin(x),
@@ -50,11 +62,11 @@ _DERIV = {
     "sinh": lambda xp, x: xp.cosh(x),
     "cosh": lambda xp, x: xp.sinh(x),
     "tanh": lambda xp, y: 1 - y * y,
-    "arcsinh": lambda xp, x: 1 / xp.sqrt(x * x + 1),
+    "arcsinh": lambda xp, x: 1 / xp.hypot(x, 1),
     "arccosh": lambda xp, x: 1 / xp.sqrt(x * x - 1),
     "arctanh": lambda xp, x: 1 / (1 - x * x),
-    "degrees": lambda xp, x: xp.full_like(x, 180 / math.pi),
-    "radians": lambda xp, x: xp.full_like(x, math.pi / 180),
+    "degrees": lambda xp, x: xp.full_like(x, np.float32(180) / np.float32(math.pi)),
+    "radians": lambda xp, x: xp.full_like(x, np.float32(math.pi) / np.float32(180)),
     # MXNet's relu_grad: NaN stays NaN (Activation's relu backward, nn_grad, gives 0 as
     # MXNet's default oneDNN kernel does)
     "relu": lambda xp, y: xp.where(y != y, y, y > 0).astype(y.dtype),
@@ -107,16 +119,23 @@ def cast_backward(call):
 
 
 # -- scalar ops --------------------------------------------------------------------------------
+def _log_of(s):
+    """log(s) of a scalar of the data's dtype, rounded once into a float dtype."""
+    return s.dtype.type(math.log(s)) if s.dtype.kind == "f" else math.log(s)
+
+
+# the output gradient times MXNet's derivative, rounded as MXNet rounds it (rdiv_grad
+# -s / x^2, power_grad x^(s-1) * s, rpower_grad y * log(s), hypot_grad_left x / hypot)
 _SCALAR_DERIV = {
     "_mul_scalar": lambda xp, og, s: og * s,
     "_div_scalar": lambda xp, og, s: og / s,
-    "_rdiv_scalar": lambda xp, og, x, s: -og * s / (x * x),
-    "_power_scalar": lambda xp, og, x, s: og * s * x ** (s - 1),
-    "_rpower_scalar": lambda xp, og, y, s: og * y * math.log(s),
+    "_rdiv_scalar": lambda xp, og, x, s: og * (-s / (x * x)),
+    "_power_scalar": lambda xp, og, x, s: og * (x ** (s - 1) * s),
+    "_rpower_scalar": lambda xp, og, y, s: og * (y * _log_of(s)),
     "_rmod_scalar": lambda xp, og, x, s: -og * xp.floor(s / x),
     "_maximum_scalar": lambda xp, og, x, s: og * (x >= s),
     "_minimum_scalar": lambda xp, og, x, s: og * (x <= s),
-    "_hypot_scalar": lambda xp, og, x, s: og * x / xp.hypot(x, s),
+    "_hypot_scalar": lambda xp, og, x, s: og * (x / xp.hypot(x, s)),
 }
 
 
@@ -144,17 +163,19 @@ for _name in _SCALAR_DERIV:
 
 
 # -- binary ops (elemwise and broadcast): inputs ograd, lhs, rhs[, out] ------------------------
+# the output gradient times MXNet's partial derivative, each rounded as MXNet rounds it
+# (div_grad 1 / b, div_rgrad -a / b^2, power_grad a^(b-1) * b, hypot_grad a / hypot)
 _BINARY_DERIV = {
     "add": lambda xp, og, l, r, y: (og, og),
     "sub": lambda xp, og, l, r, y: (og, -og),
     "mul": lambda xp, og, l, r, y: (og * r, og * l),
-    "div": lambda xp, og, l, r, y: (og / r, -og * l / (r * r)),
+    "div": lambda xp, og, l, r, y: (og * (1 / r), og * (-l / (r * r))),
     "mod": lambda xp, og, l, r, y: (og + 0 * r, -og * xp.floor(l / r)),
-    "power": lambda xp, og, l, r, y: (og * r * l ** (r - 1),
-                                      og * y * xp.log(xp.where(l > 0, l, 1))),
+    "power": lambda xp, og, l, r, y: (og * (l ** (r - 1) * r),
+                                      og * (y * xp.log(xp.where(l > 0, l, 1)))),
     "maximum": lambda xp, og, l, r, y: (og * (l >= r), og * (l < r)),
     "minimum": lambda xp, og, l, r, y: (og * (l <= r), og * (l > r)),
-    "hypot": lambda xp, og, l, r, y: (og * l / y, og * r / y),
+    "hypot": lambda xp, og, l, r, y: (og * (l / y), og * (r / y)),
 }
 
 
@@ -168,16 +189,15 @@ def _binary_backward(call):
     y = call.inputs[3] if len(call.inputs) > 3 else None
     base = base_name(call.op_name.replace("_backward_", ""))
     fn = _BINARY_DERIV[base]
-    want = [r != "null" for r in call.req]
     if base == "mod" and og.dtype.kind in "iub":
         fn = _zero_mod   # MXNet: no gradient through integer modulo
+    writers = [_writer(xp, og.shape, og.dtype, out) if r != "null" else None
+               for out, r in zip(outs, call.req)]
 
     def run():
-        dl, dr = fn(xp, og, lhs, rhs, y)
-        if want[0]:
-            _write(xp, outs[0], xp.broadcast_to(dl, og.shape))
-        if want[1]:
-            _write(xp, outs[1], xp.broadcast_to(dr, og.shape))
+        for write, grad in zip(writers, fn(xp, og, lhs, rhs, y)):
+            if write is not None:
+                write(xp.broadcast_to(grad, og.shape))
     return run
 
 

@@ -12,31 +12,37 @@ import numpy as np
 from graphexec.core.ops.reduce import READS_OUTPUT, REDUCERS, reduce_axes, reduced_shape
 
 from .base import kernel
+from .reducers import REDUCER_OF, norm_reducer, reduction_runner
 from .tensor import copy_plan, out_view
-
-# float16 sums and products accumulate in float32, as MXNet's reducers do
-_ACCUMULATING = frozenset(("sum", "mean", "prod", "nansum", "nanprod"))
-
 
 @kernel(*REDUCERS)
 def reduce_(call):
+    """MXNet's sequential sums and products on host float data (:mod:`.reducers`); max,
+    min, and the rest elsewhere, numpy's reductions."""
     xp, x, out, p = call.xp, call.inputs[0], call.outputs[0], call.params
     axes = reduce_axes(p.axis, x.ndim, p.exclude)
     outk = out_view(out, reduced_shape(x.shape, axes, True))
-    extra = {}
-    if call.op_name in _ACCUMULATING and x.dtype == np.float16:
-        extra["dtype"] = np.float32
-    return partial(getattr(xp, call.op_name), x, axis=axes, keepdims=True, out=outk, **extra)
+    reducer = REDUCER_OF.get(call.op_name)
+    if reducer is not None:
+        run = reduction_runner(xp, x, axes, outk, reducer, mean=call.op_name == "mean")
+        if run is not None:
+            return run
+    return partial(getattr(xp, call.op_name), x, axis=axes, keepdims=True, out=outk)
 
 
 @kernel("norm")
 def norm(call):
-    """ord=1: sum of |x|, in at least float32; ord=2: sqrt of the sum of squares, the squares
-    of float32 and float16 data in float64 (MXNet's scaled sum gives 1.4e30 for two 1e30
-    float32 values, squares in float32 overflow to inf)."""
+    """MXNet's sequential norms on host float data (:mod:`.reducers`: ord 1 the compensated
+    sum of |x|, ord 2 LAPACK's scaled sum of squares); elsewhere ord=1: sum of |x|, in at
+    least float32; ord=2: sqrt of the sum of squares, the squares of float32 and float16
+    data in float64 (MXNet's scaled sum gives 1.4e30 for two 1e30 float32 values, squares
+    in float32 overflow to inf)."""
     xp, x, out, p = call.xp, call.inputs[0], call.outputs[0], call.params
     axes = reduce_axes(p.axis, x.ndim)
     outk = out_view(out, reduced_shape(x.shape, axes, True))
+    run = reduction_runner(xp, x, axes, outk, norm_reducer(p.ord))
+    if run is not None:
+        return run
     work = np.result_type(x.dtype, out.dtype, np.float32 if p.ord == 1 else np.float64)
     tmp = xp.empty(x.shape, work)
     acc = outk if out.dtype == work else xp.empty(outk.shape, work)

@@ -10,6 +10,8 @@ from functools import partial
 from graphexec.core.ops.tensor import swap_dims, tile_reps, transpose_axes
 
 from .base import kernel, nothing
+from .reduce_loops import SUM
+from .reducers import reduction_runner
 
 __all__ = ["out_view", "copy_plan"]
 
@@ -106,8 +108,8 @@ def tile_backward(call):
     """The output gradient seen as (r0, d0, r1, d1, ...), summed over every r axis."""
     og, dx = call.inputs[0], call.outputs[0]
     _, dims, paired = _tile_layout(call.params, dx.shape)
-    return partial(call.xp.sum, og.reshape(paired), axis=tuple(range(0, len(paired), 2)),
-                   out=out_view(dx, dims))
+    return _summing(call.xp, og.reshape(paired), tuple(range(0, len(paired), 2)),
+                    out_view(dx, dims))
 
 
 @kernel("_backward_repeat")
@@ -119,7 +121,7 @@ def repeat_backward(call):
     else:
         a = p.axis % dx.ndim
         shape, axis = dx.shape[:a + 1] + (p.repeats,) + dx.shape[a + 1:], a + 1
-    return partial(call.xp.sum, og.reshape(shape), axis=axis, out=dx)
+    return _summing(call.xp, og.reshape(shape), (axis,), dx)
 
 
 @kernel("_broadcast_backward")
@@ -129,4 +131,14 @@ def broadcast_backward(call):
     axes = tuple(i for i, (a, b) in enumerate(zip(og.shape, dx.shape)) if a != b)
     if not axes:
         return copy_plan(call.xp, [(dx, og)])
-    return partial(call.xp.sum, og, axis=axes, keepdims=True, out=dx)
+    return _summing(call.xp, og, axes, dx, keepdims=True)
+
+
+def _summing(xp, x, axes: tuple, out, keepdims: bool = False):
+    """``f()``: ``x`` summed over ``axes`` into ``out`` (the kept elements in order; with
+    the reduced axes where ``keepdims``) as MXNet's gradients sum
+    (:func:`~.reducers.reduction_runner`), else numpy's sum."""
+    run = reduction_runner(xp, x, axes, out, SUM)
+    if run is not None:
+        return run
+    return partial(xp.sum, x, axis=axes, keepdims=keepdims, out=out)

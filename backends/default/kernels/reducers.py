@@ -1,0 +1,145 @@
+"""MXNet's sequential reductions over host float data: sums (sum, mean, the gradients of
+broadcasting, tile and repeat), nansum, products and the 1- and 2-norms computed as MXNet
+1.9.1's CPU kernels compute them, element by element in the data's own type with Kahan's
+compensation or LAPACK's scaling (:mod:`.reduce_loops`), so the numbers are MXNet's bit for
+bit. numpy's pairwise float32 sums differed from MXNet's in the last bits for 30-80% of
+rows of 10-100000 random values, float64 sums rounded to float32 for 34-44%, its products
+(vectorised in other orders) for about 40%; MXNet's float16 reductions round every step to
+float16 (they do not accumulate in float32).
+
+The loops are numba's (the ``fused`` extra, :mod:`.compiled`): :func:`reduction_runner`
+gives None without numba, for devices other than the host and for other dtypes, where the
+kernels keep numpy's reductions (the same values within rounding; README "Differences from
+MXNet"). The reduced elements of an output are taken in MXNet's order, row-major over the
+reduced axes: trailing reduced axes as rows, leading ones as columns (no copy of
+C-contiguous data), others after one transposing copy.
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+import numpy as np
+
+from .compiled import compiled_for
+from .reduce_loops import ABSSUM, NANPROD, NANSUM, NRM2, PROD, SUM
+
+__all__ = ["Reduction", "REDUCER_OF", "norm_reducer", "reduction_runner", "sum_to"]
+
+#: the loops' reducer of each operator (``norm`` by its ``ord``: :func:`norm_reducer`)
+REDUCER_OF = {"sum": SUM, "sum_axis": SUM, "mean": SUM, "nansum": NANSUM, "prod": PROD,
+              "nanprod": NANPROD}
+#: columns a block of the loop over columns keeps running sums for
+COLUMN_BLOCK = 512
+_FLOATS = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
+
+
+def norm_reducer(order: int) -> int:
+    """The reducer of ``norm``: the scaled sum of squares for ord 2, else the sum of |x|."""
+    return NRM2 if order == 2 else ABSSUM
+
+
+class Reduction:
+    """The reduction of arrays of one shape and float dtype over ``axes`` as MXNet computes
+    it, into arrays of the kept shape: ``plan(x, out)`` (``out`` of that shape with the
+    reduced axes of size 1, any dtype: the result is cast into it; ``mean``: the sum divided
+    by the count in the data's type). :meth:`build` gives None where the loops do not apply
+    (see the module's docstring)."""
+
+    def __init__(self, loop, args: tuple, perm: list, arranged: tuple, scratch, result,
+                 final, count, mean: bool):
+        self.loop, self.args, self.perm, self.arranged = loop, args, perm, arranged
+        self.scratch, self.result, self.final = scratch, result, final
+        self.count, self.mean = count, mean
+
+    @classmethod
+    def build(cls, xp, shape: tuple, dtype, axes: tuple, reducer: int, mean: bool = False
+              ) -> Reduction | None:
+        dtype = np.dtype(dtype)
+        if xp is not np or dtype not in _FLOATS or not math.prod(shape):
+            return None
+        half = dtype == np.float16
+        work = np.float32 if half else dtype.type
+        perm, rows, n, m = _arrangement(shape, axes)
+        arranged = (n, m) if rows else (m, n)
+        scratch = np.empty(arranged, work)
+        result = np.empty(n, work)
+        one = work(1)
+        if rows:
+            args = (result, reducer, one, half)
+            loop = compiled_for("reduce_rows", scratch, *args)
+        else:
+            bounds = np.array(list(range(0, n, COLUMN_BLOCK)) + [n], np.int64)
+            args = (result, reducer, one, half, bounds)
+            loop = compiled_for("reduce_columns", scratch, *args)
+        if loop is None:
+            return None
+        final = np.empty(n, dtype) if half else result
+        # MXNet divides by the count in the data's type (a float16 count rounds)
+        return cls(loop, args, perm, arranged, scratch, result, final, dtype.type(m), mean)
+
+    def __call__(self, x, out) -> None:
+        view = x.transpose(self.perm)
+        if self.scratch.dtype == x.dtype and view.flags.c_contiguous:
+            data = view.reshape(self.arranged)
+        else:
+            np.copyto(self.scratch.reshape(view.shape), view, casting="unsafe")
+            data = self.scratch
+        self.loop(data, *self.args)
+        if self.final is not self.result:
+            np.copyto(self.final, self.result, casting="unsafe")
+        if self.mean:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                np.divide(self.final, self.count, out=self.final)
+        np.copyto(out.reshape(self.final.shape), self.final, casting="unsafe")
+
+
+def reduction_runner(xp, x, axes: tuple, out, reducer: int, mean: bool = False
+                     ) -> Callable[[], None] | None:
+    """``f()`` writing the :class:`Reduction` of ``x`` into ``out`` (the kept shape, the
+    reduced axes of size 1), or None where the loops do not apply. ``out`` must be
+    reshapeable to the kept elements without a copy (the kernels' keepdims views are)."""
+    plan = Reduction.build(xp, x.shape, x.dtype, axes, reducer, mean)
+    if plan is None or not _flat_view(out):
+        return None
+    return lambda: plan(x, out)
+
+
+def sum_to(xp, shape: tuple, dtype, axes: tuple) -> Callable:
+    """``f(g)``: ``g`` (of ``shape``) summed over ``axes`` into a new array of the kept
+    shape (the reduced axes of size 1) as MXNet's ``red::sum`` sums: the loops where they
+    apply to ``dtype``, else (or for a ``g`` of another dtype) numpy's sum."""
+    plan = Reduction.build(xp, shape, dtype, axes, SUM)
+
+    def summed(g):
+        if plan is None or g.dtype != dtype:
+            return g.sum(axis=axes, keepdims=True)
+        out = np.empty(tuple(1 if i in axes else d for i, d in enumerate(g.shape)), g.dtype)
+        plan(g, out)
+        return out
+    return summed
+
+
+def _flat_view(a) -> bool:
+    """Whether ``a`` reshapes to one axis as a view."""
+    try:
+        a.view().shape = (a.size,)
+    except AttributeError:
+        return False
+    return True
+
+
+def _arrangement(shape: tuple, axes: tuple) -> tuple[list, bool, int, int]:
+    """(axis order, as rows?, outputs N, reduced elements M): the kept axes then the
+    reduced ones (each in their order) taken as (N, M) rows, or, where every reduced axis
+    of size above 1 comes before every kept one, the reduced axes first as (M, N)
+    columns."""
+    big = [a for a in range(len(shape)) if shape[a] != 1]
+    reduced = [a for a in big if a in axes]
+    kept = [a for a in big if a not in axes]
+    n = math.prod(shape[a] for a in kept)
+    m = math.prod(shape[a] for a in reduced)
+    ones = [a for a in range(len(shape)) if shape[a] == 1]
+    if kept and reduced and max(reduced) < min(kept):
+        return reduced + kept + ones, False, n, m
+    return kept + reduced + ones, True, n, m
