@@ -319,3 +319,15 @@ def test_float16_smooth_l1_rounds_once():
     wide = gx.nd.smooth_l1(gx.nd.array(x.astype(np.float32)), scalar=1.5)
     assert got.dtype == np.float16
     np.testing.assert_array_equal(got, np.asarray(wide).astype(np.float16))
+
+
+@pytest.mark.parametrize("op", ["softmax", "softmin"])
+def test_softmax_at_temperature_zero_gives_nan_rows_as_mxnet(op):
+    """MXNet divides by the temperature: at 0 every entry is NaN (it was a
+    ZeroDivisionError); the onnxrt export agrees."""
+    x = np.array([[1, 2, 3], [-1, 0, 5]], np.float32)
+    assert np.isnan(getattr(gx.nd, op)(gx.nd.array(x), temperature=0.0).asnumpy()).all()
+    sym = getattr(gx.sym, op)(gx.sym.Variable("d"), temperature=0.0)
+    exe = sym.simple_bind(gx.cpu(), grad_req="null", backend="onnxrt", d=x.shape)
+    exe.arg_dict["d"][...] = x
+    assert np.isnan(exe.forward()[0]).all()

@@ -218,12 +218,14 @@ def softmax_fn(xp, x, out, axis: int | tuple, temperature: float | None = None,
     first); float16 goes through float32."""
     wdt = np.result_type(work_dtype(x.dtype), out.dtype)
     work = out if out.dtype == wdt else xp.empty(out.shape, wdt)
-    inv_t = None if temperature in (None, 1.0) else 1.0 / temperature
+    # MXNet divides by the temperature (0 gives NaN rows, as there)
+    t = None if temperature in (None, 1.0) else wdt.type(temperature)
 
     def run():
         xp.subtract(x, x.max(axis=axis, keepdims=True), out=work)
-        if inv_t is not None:
-            xp.multiply(work, inv_t, out=work)
+        if t is not None:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                xp.divide(work, t, out=work)
         if log:
             xp.subtract(work, xp.log(xp.exp(work).sum(axis=axis, keepdims=True)), out=work)
         else:

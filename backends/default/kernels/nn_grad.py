@@ -181,7 +181,7 @@ def softmax_grad_fn(xp, og, y, dx, axis, temperature=None, log: bool = False):
     """A callable writing the input gradient of softmax (or log-softmax) output ``y`` along
     ``axis``: y * (dY - sum(dY * y)) / T, or (dY - exp(y) * sum(dY)) / T."""
     wdt = np.result_type(work_dtype(dx.dtype), y.dtype)
-    inv_t = None if temperature in (None, 1.0) else 1.0 / temperature
+    t = None if temperature in (None, 1.0) else wdt.type(temperature)
 
     def run():
         g, yw = og.astype(wdt, copy=False), y.astype(wdt, copy=False)
@@ -189,8 +189,9 @@ def softmax_grad_fn(xp, og, y, dx, axis, temperature=None, log: bool = False):
             res = g - xp.exp(yw) * g.sum(axis=axis, keepdims=True)
         else:
             res = yw * (g - (g * yw).sum(axis=axis, keepdims=True))
-        if inv_t is not None:
-            res *= inv_t
+        if t is not None:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                res /= t
         xp.copyto(dx, res, casting="unsafe")
     return run
 
