@@ -62,8 +62,8 @@ from .depthwise_rows import FUNCTIONS as DEPTHWISE_ROWS_LOOPS
 from .depthwise_rows import PARALLEL as DEPTHWISE_ROWS_PARALLEL
 from .reduce_loops import FUNCTIONS as REDUCE_LOOPS
 from .reduce_loops import INLINE as REDUCE_INLINE
-from .reduce_loops import PARALLEL as REDUCE_PARALLEL
-from .reduce_loops import REDUCERS
+from .reduce_loops import LOOPS as REDUCE_LOOP_NAMES
+from .reduce_loops import COLUMNS, REDUCERS
 from .winograd_loops import FUNCTIONS as WINOGRAD_LOOPS
 from .winograd_loops import RUN as WINOGRAD_RUN
 
@@ -795,8 +795,8 @@ _OPTIONS = {"_block_sums": ", fastmath={'reassoc'}", "_batch_norm_train_parts": 
             "_nine_taps": ", fastmath={'contract'}, inline='always'",
             "_dw_row": ", fastmath={'contract'}, inline='always'",
             "_strided_3x3_row": ", fastmath={'contract'}",
-            **{name: ", parallel=True" for name in REDUCE_PARALLEL},
-            **{name: ", inline='always'" for name in REDUCE_INLINE}}
+            **{name: ", inline='always'" for name in REDUCE_INLINE},
+            **{name: ", error_model='numpy'" for name in REDUCE_LOOP_NAMES}}
 _LOOPS = {"depthwise": "_depthwise_loops", "channel_affine": "_channel_affine",
           "channel_shift": "_channel_shift",
           "batch_norm_train": "_batch_norm_train", "batch_norm_backward": "_batch_norm_backward",
@@ -808,7 +808,7 @@ _LOOPS = {"depthwise": "_depthwise_loops", "channel_affine": "_channel_affine",
           "batch_norm_rows_backward": "_rows_backward_parts",
           **{fn.__name__[1:]: fn.__name__ for fn in WINOGRAD_LOOPS},
           **{name[1:]: name for name in DEPTHWISE_ROWS_PARALLEL},
-          **{name[1:]: name for name in REDUCE_PARALLEL}}
+          **{name[1:]: name for name in REDUCE_LOOP_NAMES}}
 _MODULE: list = []
 #: loops numba failed to compile (warned once each)
 _FAILED: set[str] = set()
@@ -817,7 +817,7 @@ _FAILED: set[str] = set()
 def _source() -> str:
     from graphexec.core.runtime.jit_cache import CACHE_OPTION
     parts = ["import math", "import numpy as np", "from numba import njit, prange", "",
-             f"{', '.join(REDUCERS)} = range({len(REDUCERS)})",
+             f"{', '.join(REDUCERS)} = range({len(REDUCERS)})", f"COLUMNS = {COLUMNS}",
              f"BLOCK = {BLOCK}",
              f"SHORT = {SHORT}", f"LANE_BATCH = {LANE_BATCH}", f"TINY = {TINY}",
              f"LANES = {LANES}", f"RUN = {WINOGRAD_RUN}", f"RUN_LANES = {RUN_LANES}"]

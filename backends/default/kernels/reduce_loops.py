@@ -18,9 +18,10 @@ in row-major order of the reduced axes (``seq_reduce_assign``), in the data's ow
 float16 data is taken as float32 (exactly) with ``half``: every operation's float32 result
 rounded to float16 as MXNet's ``half_t`` arithmetic rounds it (:func:`_half`), the 2-norm's
 last product (float32 in MXNet) rounded once. Rows (``_reduce_rows``, the reduced elements
-of an output contiguous in a row) run in ``prange``; columns (``_reduce_columns``, data (M,
-N) reduced over its first axis) split the N outputs into blocks, each block's running sums
-kept in arrays while the M rows stream past.
+of an output contiguous in a row) one after another; columns (``_reduce_columns``, data (M,
+N) reduced over its first axis) take the N outputs in blocks, each block's running sums
+kept in arrays while the M rows stream past. Both take a range of outputs, so that the
+host's threads can share them (:mod:`.reducers`).
 """
 from __future__ import annotations
 
@@ -28,12 +29,12 @@ import math
 
 import numpy as np
 
-#: numba gives ``prange`` its meaning in the generated module
-prange = range
-
 #: the reducers (the ``op`` argument of the loops; the compiled module defines the same names)
 REDUCERS = ("SUM", "NANSUM", "ABSSUM", "PROD", "NANPROD", "NRM2")
 SUM, NANSUM, ABSSUM, PROD, NANPROD, NRM2 = range(len(REDUCERS))
+#: the columns whose running values the loop over columns keeps at a time (the compiled
+#: module defines it too)
+COLUMNS = 512
 
 
 def _half(v):  # pragma: no cover - numba's
@@ -97,33 +98,37 @@ def _finish(op, s, c, half):  # pragma: no cover - numba's
     return s
 
 
-def _reduce_rows(x, out, op, one, half):  # pragma: no cover - numba's
-    """out[i] = the reduction ``op`` of row x[i] (x (N, M), any strides)."""
-    for i in prange(x.shape[0]):
+def _reduce_rows(x, out, op, one, half, r0, r1):  # pragma: no cover - numba's
+    """out[i] = the reduction ``op`` of row x[i] (x (N, M), C-contiguous) for the rows
+    [r0, r1)."""
+    for i in range(r0, r1):
         s, c = _start(op, one)
         for k in range(x.shape[1]):
             s, c = _step(op, s, c, x[i, k], one, half)
         out[i] = _finish(op, s, c, half)
 
 
-def _reduce_columns(x, out, op, one, half, bounds):  # pragma: no cover - numba's
-    """out[j] = the reduction ``op`` of column x[:, j] (x (M, N)), the columns
-    [bounds[p], bounds[p + 1]) a block each."""
-    for p in prange(bounds.size - 1):
-        j0, j1 = bounds[p], bounds[p + 1]
+def _reduce_columns(x, out, op, one, half, j0, j1):  # pragma: no cover - numba's
+    """out[j] = the reduction ``op`` of column x[:, j] (x (M, N), C-contiguous) for the
+    columns [j0, j1), COLUMNS of them at a time: their running values kept in arrays while
+    the M rows stream past."""
+    sums = np.empty(min(COLUMNS, j1 - j0), out.dtype)
+    comps = np.empty_like(sums)
+    for b0 in range(j0, j1, COLUMNS):
+        width = min(COLUMNS, j1 - b0)
         s0, c0 = _start(op, one)
-        sums = np.full(j1 - j0, s0)
-        comps = np.full(j1 - j0, c0)
+        sums[:width] = s0
+        comps[:width] = c0
         for k in range(x.shape[0]):
-            for j in range(j1 - j0):
-                sums[j], comps[j] = _step(op, sums[j], comps[j], x[k, j0 + j], one, half)
-        for j in range(j1 - j0):
-            out[j0 + j] = _finish(op, sums[j], comps[j], half)
+            for j in range(width):
+                sums[j], comps[j] = _step(op, sums[j], comps[j], x[k, b0 + j], one, half)
+        for j in range(width):
+            out[b0 + j] = _finish(op, sums[j], comps[j], half)
 
 
-#: the loops in definition order (a loop calls the ones before it); the two last run on
-#: numba's threads
+#: the loops in definition order (a loop calls the ones before it); the two last are
+#: called (on a range of outputs each, from the host's threads: :mod:`.reducers`)
 FUNCTIONS = (_half, _rounded, _start, _step, _finish, _reduce_rows, _reduce_columns)
-PARALLEL = ("_reduce_rows", "_reduce_columns")
+LOOPS = ("_reduce_rows", "_reduce_columns")
 #: inlined into the loops
 INLINE = ("_rounded", "_start", "_step", "_finish")

@@ -17,9 +17,12 @@ C-contiguous data), others after one transposing copy.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from typing import Callable
 
 import numpy as np
+
+from graphexec.core.runtime.blas_threads import run_parts, split
 
 from .compiled import compiled_for
 from .reduce_loops import ABSSUM, NANPROD, NANSUM, NRM2, PROD, SUM
@@ -29,8 +32,6 @@ __all__ = ["Reduction", "REDUCER_OF", "norm_reducer", "reduction_runner", "sum_t
 #: the loops' reducer of each operator (``norm`` by its ``ord``: :func:`norm_reducer`)
 REDUCER_OF = {"sum": SUM, "sum_axis": SUM, "mean": SUM, "nansum": NANSUM, "prod": PROD,
               "nanprod": NANPROD}
-#: columns a block of the loop over columns keeps running sums for
-COLUMN_BLOCK = 512
 _FLOATS = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
 
 
@@ -39,17 +40,23 @@ def norm_reducer(order: int) -> int:
     return NRM2 if order == 2 else ABSSUM
 
 
+#: the fewest reduced elements a part for the host's threads (a Kahan step is a chain of
+#: four dependent operations: 2^16 elements take about 0.3 ms)
+MIN_PART = 1 << 16
+
+
 class Reduction:
     """The reduction of arrays of one shape and float dtype over ``axes`` as MXNet computes
     it, into arrays of the kept shape: ``plan(x, out)`` (``out`` of that shape with the
     reduced axes of size 1, any dtype: the result is cast into it; ``mean``: the sum divided
     by the count in the data's type). :meth:`build` gives None where the loops do not apply
-    (see the module's docstring)."""
+    (see the module's docstring). The outputs are split across the host's threads where
+    each gets MIN_PART reduced elements (Python threads: the loops release the GIL)."""
 
-    def __init__(self, loop, args: tuple, perm: list, arranged: tuple, scratch, result,
-                 final, count, mean: bool):
-        self.loop, self.args, self.perm, self.arranged = loop, args, perm, arranged
-        self.scratch, self.result, self.final = scratch, result, final
+    def __init__(self, loop, args: tuple, parts: list, perm: list, arranged: tuple, scratch,
+                 result, final, count, mean: bool):
+        self.loop, self.args, self.parts, self.perm = loop, args, parts, perm
+        self.arranged, self.scratch, self.result, self.final = arranged, scratch, result, final
         self.count, self.mean = count, mean
 
     @classmethod
@@ -59,24 +66,18 @@ class Reduction:
         if xp is not np or dtype not in _FLOATS or not math.prod(shape):
             return None
         half = dtype == np.float16
-        work = np.float32 if half else dtype.type
+        work = np.dtype(np.float32) if half else dtype
         perm, rows, n, m = _arrangement(shape, axes)
-        arranged = (n, m) if rows else (m, n)
-        scratch = np.empty(arranged, work)
-        result = np.empty(n, work)
-        one = work(1)
-        if rows:
-            args = (result, reducer, one, half)
-            loop = compiled_for("reduce_rows", scratch, *args)
-        else:
-            bounds = np.array(list(range(0, n, COLUMN_BLOCK)) + [n], np.int64)
-            args = (result, reducer, one, half, bounds)
-            loop = compiled_for("reduce_columns", scratch, *args)
+        loop = _loop("reduce_rows" if rows else "reduce_columns", work)
         if loop is None:
             return None
+        scratch = np.empty((n, m) if rows else (m, n), work)
+        result = np.empty(n, work)
+        parts = split(np, n, -(-MIN_PART // max(m, 1)))
         final = np.empty(n, dtype) if half else result
         # MXNet divides by the count in the data's type (a float16 count rounds)
-        return cls(loop, args, perm, arranged, scratch, result, final, dtype.type(m), mean)
+        return cls(loop, (result, reducer, work.type(1), half), parts, perm, scratch.shape,
+                   scratch, result, final, dtype.type(m), mean)
 
     def __call__(self, x, out) -> None:
         view = x.transpose(self.perm)
@@ -85,13 +86,25 @@ class Reduction:
         else:
             np.copyto(self.scratch.reshape(view.shape), view, casting="unsafe")
             data = self.scratch
-        self.loop(data, *self.args)
+        if len(self.parts) == 1:
+            self.loop(data, *self.args, *self.parts[0])
+        else:
+            run_parts(np, self.parts, lambda j, lo, hi, sync: self.loop(data, *self.args, lo, hi),
+                      one_blas_thread=False)
         if self.final is not self.result:
             np.copyto(self.final, self.result, casting="unsafe")
         if self.mean:
             with np.errstate(divide="ignore", invalid="ignore"):
                 np.divide(self.final, self.count, out=self.final)
         np.copyto(out.reshape(self.final.shape), self.final, casting="unsafe")
+
+
+@lru_cache(maxsize=None)
+def _loop(name: str, work: np.dtype):
+    """The loop ``name`` compiled for C-contiguous 2-D data of ``work`` (once a process:
+    making a kernel then costs no numba type checks), or None (no numba)."""
+    data, result = np.empty((1, 1), work), np.empty(1, work)
+    return compiled_for(name, data, result, SUM, work.type(1), False, 0, 1)
 
 
 def reduction_runner(xp, x, axes: tuple, out, reducer: int, mean: bool = False
