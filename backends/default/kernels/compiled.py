@@ -29,7 +29,10 @@ BatchNorm's statistics and gradients within rounding (below).
 - ``dw_forward``, ``dw_data_gradient``, ``dw_weight_gradient``: a 2-D depthwise
   convolution and its gradients over channels-last data on numba's threads
   (:mod:`.depthwise_rows`, ``conv_fast.rows_depthwise_runner``; products and sums fused
-  into one rounding each, ``contract``).
+  into one rounding each, ``contract``);
+- ``reduce_rows``, ``reduce_columns``: MXNet's sequential sums, products and norms over a
+  range of outputs (:mod:`.reduce_loops`, :mod:`.reducers`; no fast-math flag: Kahan's
+  compensation needs every rounding; numpy's error model, so x / 0 is inf or NaN).
 
 The BatchNorm loops take rows (a channel's elements in one sample) one channel at a time,
 summing blocks of at most BLOCK elements in the data type (vectorised by one fast-math flag,

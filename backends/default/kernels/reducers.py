@@ -9,10 +9,10 @@ float16 (they do not accumulate in float32).
 
 The loops are numba's (the ``fused`` extra, :mod:`.compiled`): :func:`reduction_runner`
 gives None without numba, for devices other than the host and for other dtypes, where the
-kernels keep numpy's reductions (the same values within rounding; README "Differences from
-MXNet"). The reduced elements of an output are taken in MXNet's order, row-major over the
-reduced axes: trailing reduced axes as rows, leading ones as columns (no copy of
-C-contiguous data), others after one transposing copy.
+kernels keep numpy's reductions (the same values within rounding; README, "Losses, contrib
+utilities and the rest of the op set"). The reduced elements of an output are taken in
+MXNet's order, row-major over the reduced axes: trailing reduced axes as rows, leading ones
+as columns (no copy of C-contiguous data), others after one transposing copy.
 """
 from __future__ import annotations
 
