@@ -331,3 +331,11 @@ def test_softmax_at_temperature_zero_gives_nan_rows_as_mxnet(op):
     exe = sym.simple_bind(gx.cpu(), grad_req="null", backend="onnxrt", d=x.shape)
     exe.arg_dict["d"][...] = x
     assert np.isnan(exe.forward()[0]).all()
+
+
+def test_unravel_index_of_negative_and_large_indices_as_mxnet():
+    """MXNet's kernel takes C's remainder and quotient (toward zero) and leaves the leading
+    axis the whole quotient: recorded from MXNet 1.9.1 (numpy's floor division gave (-1, 3)
+    for -1)."""
+    got = gx.nd.unravel_index(gx.nd.array([9, -1, -9, 5, 0]), shape=(2, 4)).asnumpy()
+    np.testing.assert_array_equal(got, [[2, 0, -2, 1, 0], [1, -1, -1, 1, 0]])

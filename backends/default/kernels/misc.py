@@ -222,11 +222,13 @@ def unravel_index(call):
     xp, x, out, shape = call.xp, call.inputs[0], call.outputs[0], call.params.shape
 
     def run():
-        # as MXNet's kernel, the leading axis takes the whole quotient (no wrapping)
+        # as MXNet's kernel: C's remainder and quotient (toward zero: -1 in (2, 4) gives
+        # (0, -1)), the leading axis taking the whole quotient (no wrapping)
         rest = x.astype(np.int64)
         for k in range(len(shape) - 1, 0, -1):
-            _store(xp, out[k], rest % shape[k])
-            rest = rest // shape[k]
+            remainder = xp.fmod(rest, shape[k])
+            _store(xp, out[k], remainder)
+            rest = (rest - remainder) // shape[k]
         _store(xp, out[0], rest)
     return run
 
