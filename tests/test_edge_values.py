@@ -339,3 +339,43 @@ def test_unravel_index_of_negative_and_large_indices_as_mxnet():
     for -1)."""
     got = gx.nd.unravel_index(gx.nd.array([9, -1, -9, 5, 0]), shape=(2, 4)).asnumpy()
     np.testing.assert_array_equal(got, [[2, 0, -2, 1, 0], [1, -1, -1, 1, 0]])
+
+
+def test_mod_signs_its_zeros_as_mxnet():
+    """MXNet's mod gives -0 where b > 0 and a is -0, or b < 0 and a < 0, else +0 (numpy's
+    remainder takes the divisor's sign); values recorded from MXNet 1.9.1."""
+    a = gx.nd.array([7.5, -7.5, 0, -0.0, 4, -4, -0.0, 3])
+    b = gx.nd.array([2, 2, -2, -2, 2, -2, 2, 0])
+    got = gx.nd.broadcast_mod(a, b).asnumpy()
+    want = np.array([1.5, 0.5, 0, 0, 0, -0.0, -0.0, 0], np.float32)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+    got = gx.nd._internal._mod_scalar(gx.nd.array([7.5, -7.5, 0]), scalar=-2).asnumpy()
+    np.testing.assert_array_equal(np.signbit(got), [True, True, False])
+
+
+def test_integer_power_is_powf_truncated_as_mxnet():
+    """MXNet raises integers through powf on float32 copies: 7^9 is 40353608, negative
+    exponents truncate to 0, inf and values beyond the dtype give its lowest value (numpy's
+    integer power refuses negative exponents); recorded from MXNet 1.9.1."""
+    a = gx.nd.array([7, 3, 2, -3, 0, 5], dtype="int32")
+    b = gx.nd.array([9, -2, 31, 3, -1, 10], dtype="int32")
+    np.testing.assert_array_equal(gx.nd.broadcast_power(a, b).asnumpy(),
+                                  [40353608, 0, -2147483648, -27, -2147483648, 9765625])
+    np.testing.assert_array_equal(
+        gx.nd._internal._rpower_scalar(gx.nd.array([9, -1], dtype="int32"), scalar=7).asnumpy(),
+        [40353608, 0])
+    np.testing.assert_array_equal(
+        gx.nd.broadcast_power(gx.nd.array([7, 3], dtype="int64"),
+                              gx.nd.array([9, 21], dtype="int64")).asnumpy(),
+        [40353608, 10460353536])
+
+
+def test_nd_internal_namespace_as_mxnet():
+    """``gx.nd._internal.<op>`` runs the registered operator, as ``mx.nd._internal`` (Gluon
+    blocks call ``F._internal``); an unknown name is an AttributeError naming it."""
+    x = gx.nd.array([1, 2])
+    np.testing.assert_array_equal(gx.nd._internal._plus_scalar(x, scalar=1).asnumpy(), [2, 3])
+    np.testing.assert_array_equal(gx.nd._internal.plus_scalar(x, scalar=1).asnumpy(), [2, 3])
+    with pytest.raises(AttributeError, match="no_such_op"):
+        gx.nd._internal.no_such_op

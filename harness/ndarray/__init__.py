@@ -19,7 +19,7 @@ from types import SimpleNamespace
 from typing import Any, Mapping, Sequence
 
 from graphexec.core.ir.ndarray import ArrayValueError, NDArray, user_array
-from graphexec.core.ops.registry import all_names, op_function
+from graphexec.core.ops.registry import all_names, find_op, op_function
 from graphexec.core.symbol import ndarray_io
 from graphexec.core.symbol.namespaces import LINALG_OPS
 
@@ -63,6 +63,21 @@ def _linalg_function(short: str) -> Any:
 
 #: ``gx.nd.linalg``: the ``_linalg_*`` operators, as ``mx.nd.linalg``
 linalg = SimpleNamespace(**{short: _linalg_function(short) for short in LINALG_OPS})
+
+
+class _Internal:
+    """``gx.nd._internal.<op>``: every registered operator by name, as MXNet's
+    ``mx.nd._internal`` (where it keeps the underscore-prefixed ones: ``_plus_scalar``,
+    ``_copy``, ...; ``plus_scalar`` finds ``_plus_scalar`` there too)."""
+
+    def __getattr__(self, name: str) -> Any:
+        if find_op(name) is None and find_op("_" + name) is not None:
+            name = "_" + name
+        return op_function("graphexec.nd._internal", name, "", invoke)
+
+
+#: ``gx.nd._internal``, as ``mx.nd._internal`` (Gluon blocks call ``F._internal.<op>``)
+_internal = _Internal()
 
 
 def __getattr__(name: str) -> Any:

@@ -232,17 +232,30 @@ def _binary_fn(xp, base: str, dtype):
         return partial(xp.divide, casting="unsafe")  # C integer division truncates
     if base == "mod":
         return partial(_mxnet_mod, xp)
+    if base == "power" and dtype.kind in "iu":
+        return partial(_integer_power, xp)
     return getattr(xp, _ARITH[base])
 
 
 def _mxnet_mod(xp, a, b, out):
-    """Python-style modulo (sign of the divisor) with x % 0 == 0, as mshadow's mod."""
+    """Python-style modulo (sign of the divisor) with x % 0 == 0, as mshadow's mod; a zero
+    result of float data signed as MXNet's branches leave it: -0 where b > 0 and a is -0,
+    or b < 0 and a < 0, else +0 (numpy's takes the divisor's sign)."""
     with _quiet(xp):
         xp.remainder(a, b, out=out, casting="unsafe")
-    if xp.__name__ == "numpy":
-        out[...] = xp.where(xp.broadcast_to(b, out.shape) == 0, 0, out)
-    else:
-        xp.copyto(out, xp.where(xp.broadcast_to(b, out.shape) == 0, 0, out))
+    xp.copyto(out, 0, where=xp.broadcast_to(b, out.shape) == 0)
+    if out.dtype.kind == "f":
+        negative = xp.where(b > 0, xp.signbit(a), (b < 0) & (a < 0))
+        xp.copyto(out, xp.where(negative, -0.0, 0.0), where=out == 0)
+
+
+def _integer_power(xp, a, b, out):
+    """MXNet's power on integer data: powf on float32 copies truncated into the dtype (7^9
+    gives 40353608, 3^-2 gives 0; inf, NaN and values beyond the dtype give its lowest
+    value, as a C cast on x86 does); numpy's integer power refuses negative exponents."""
+    with _quiet(xp):
+        y = xp.power(xp.asarray(a, dtype=np.float32), xp.asarray(b, dtype=np.float32))
+        xp.copyto(out, xp.where(xp.isfinite(y), y, np.iinfo(out.dtype).min), casting="unsafe")
 
 
 class _quiet:
