@@ -97,7 +97,10 @@ def sum_backward(call):
     count = 1
     for a in axes:
         count *= dx.shape[a]
-    return partial(xp.multiply, ogk, 1 / max(count, 1), out=dx)
+    # MXNet divides by the count in the gradient's type (multiplying by 1/count rounds twice)
+    if dx.dtype.kind == "f":
+        return partial(xp.divide, ogk, dx.dtype.type(max(count, 1)), out=dx)
+    return partial(xp.multiply, ogk, 1 / max(count, 1), out=dx, casting="unsafe")
 
 
 # d(result)/dx from the input x and the result y (in the keepdims shape): MXNet's formulas,

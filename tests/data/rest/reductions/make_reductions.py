@@ -68,6 +68,7 @@ GRADS = {
     "broadcast_to": (S.broadcast_to(a, shape=(40, 7, 10)) * b, {"a": (1, 7, 1),
                                                                "b": (40, 7, 10)}),
     "sum_backward": (S.sum(a * b, axis=0), {"a": (200, 10), "b": (200, 10)}),
+    "mean_backward": (S.mean(a * b, axis=(0, 2)), {"a": (20, 7, 3), "b": (20, 7, 3)}),
     "rdiv_scalar": (1.7 / a, {"a": (50,)}),
     **{op: (getattr(S, op)(a), {"a": (50,)}) for op in ("log10", "log2", "degrees", "radians")},
 }
