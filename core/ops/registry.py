@@ -140,6 +140,13 @@ def find_op(name: str) -> OpDef | None:
     return _OPS.get(name)
 
 
+def internal_name(name: str) -> str:
+    """The operator ``_internal.<name>`` means in MXNet's ``sym._internal`` / ``nd._internal``
+    namespaces: ``name`` where an operator is registered so, else ``_name`` where that one
+    is (``_internal.plus`` is ``_plus``); ``name`` when neither is."""
+    return "_" + name if find_op(name) is None and find_op("_" + name) is not None else name
+
+
 def op_function(namespace: str, name: str, prefix: str, apply: Callable[[str, tuple, dict], Any]
                 ) -> Callable[..., Any]:
     """The function ``<namespace>.<name>`` of a module that exposes every registered operator

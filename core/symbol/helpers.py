@@ -7,7 +7,7 @@ import numbers
 from typing import Any
 
 from ..ir.errors import ArgumentTypeError
-from ..ops.registry import find_op
+from ..ops.registry import find_op, internal_name
 from .symbol import Symbol, create_op_symbol, symbol_method
 
 __all__ = ["maximum", "minimum", "pow", "power", "hypot", "internal", "arange", "linspace", "eye"]
@@ -60,10 +60,10 @@ class _Internal:
     underscore-prefixed ones there, ``_internal._plus``, ``_internal._copy``, ...)."""
 
     def __getattr__(self, name: str) -> Any:
-        op = find_op(name) or find_op("_" + name)
+        called = internal_name(name)
+        op = find_op(called)
         if name.startswith("__") or op is None:
             raise AttributeError(f"gx.sym._internal has no operator {name!r}")
-        called = name if find_op(name) is not None else "_" + name
 
         def op_function(*args: Any, **kwargs: Any) -> Symbol:
             return create_op_symbol(called, args, kwargs)

@@ -19,7 +19,7 @@ from types import SimpleNamespace
 from typing import Any, Mapping, Sequence
 
 from graphexec.core.ir.ndarray import ArrayValueError, NDArray, user_array
-from graphexec.core.ops.registry import all_names, find_op, op_function
+from graphexec.core.ops.registry import all_names, internal_name, op_function
 from graphexec.core.symbol import ndarray_io
 from graphexec.core.symbol.namespaces import LINALG_OPS
 
@@ -71,9 +71,7 @@ class _Internal:
     ``_copy``, ...; ``plus_scalar`` finds ``_plus_scalar`` there too)."""
 
     def __getattr__(self, name: str) -> Any:
-        if find_op(name) is None and find_op("_" + name) is not None:
-            name = "_" + name
-        return op_function("graphexec.nd._internal", name, "", invoke)
+        return op_function("graphexec.nd._internal", internal_name(name), "", invoke)
 
 
 #: ``gx.nd._internal``, as ``mx.nd._internal`` (Gluon blocks call ``F._internal.<op>``)

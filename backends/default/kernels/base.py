@@ -11,7 +11,7 @@ from graphexec.core.runtime.kernels import KernelCall, KernelFactory, KernelFn
 
 __all__ = ["KERNELS", "INPLACE", "kernel", "special", "KernelCall", "KernelFn", "is_float",
            "cast_scalar", "scalar_operand", "sequence", "nothing", "bound_by_scalar",
-           "float_math"]
+           "float_math", "cast_like_c"]
 
 #: op name -> factory, filled by the kernel modules at import.
 KERNELS: dict[str, KernelFactory] = {}
@@ -88,17 +88,24 @@ def float_math(factory, work=np.float32, half: bool = False, integers: bool = Tr
         xp = call.xp
         xf, yf = xp.empty(x.shape, work), xp.empty(y.shape, work)
         inner = factory(call.with_arrays([xf], [yf]))
-        low = np.iinfo(y.dtype).min if y.dtype.kind in "iu" else None
 
         def run():
             xp.copyto(xf, x, casting="unsafe")
             inner()
-            if low is not None:
-                xp.copyto(yf, low, where=~xp.isfinite(yf))
-            xp.copyto(y, yf, casting="unsafe")
+            cast_like_c(xp, y, yf)
         return run
     wrapped.__doc__ = factory.__doc__
     return wrapped
+
+
+def cast_like_c(xp, out, values) -> None:
+    """Float ``values`` into ``out`` as MXNet's C casts give them on x86: into an integer
+    dtype truncated, NaN, infinities and values beyond the dtype its lowest value (``values``
+    is overwritten there); into a float dtype rounded."""
+    if out.dtype.kind in "iu":
+        xp.copyto(values, np.iinfo(out.dtype).min, where=~xp.isfinite(values))
+    with np.errstate(invalid="ignore"):
+        xp.copyto(out, values, casting="unsafe")
 
 
 def is_float(arr) -> bool:

@@ -8,7 +8,8 @@ import numpy as np
 
 from graphexec.core.ops.elemwise import BINARY, BROADCAST, SCALAR, base_name
 
-from .base import bound_by_scalar, cast_scalar, float_math, kernel, scalar_operand, special
+from .base import (bound_by_scalar, cast_like_c, cast_scalar, float_math, kernel,
+                   scalar_operand, special)
 
 # unary ops that are a single ufunc of the array module
 _UFUNC = {name: name for name in (
@@ -254,8 +255,9 @@ def _integer_power(xp, a, b, out):
     gives 40353608, 3^-2 gives 0; inf, NaN and values beyond the dtype give its lowest
     value, as a C cast on x86 does); numpy's integer power refuses negative exponents."""
     with _quiet(xp):
-        y = xp.power(xp.asarray(a, dtype=np.float32), xp.asarray(b, dtype=np.float32))
-        xp.copyto(out, xp.where(xp.isfinite(y), y, np.iinfo(out.dtype).min), casting="unsafe")
+        y = xp.asarray(xp.power(xp.asarray(a, dtype=np.float32),
+                                xp.asarray(b, dtype=np.float32)))
+    cast_like_c(xp, out, y)
 
 
 class _quiet:

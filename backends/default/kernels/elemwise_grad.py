@@ -12,20 +12,24 @@ from graphexec.core.ops.elemwise_grad import SCALAR_OGRAD_ONLY, ZERO_GRAD
 
 from .base import cast_scalar, kernel, special
 from .elemwise import mxnet_sign
-from .reducers import sum_to
+from .reduce_loops import SUM
+from .reducers import reduction_into
 
 
 def _writer(xp, full: tuple, dtype, out):
     """``f(value)``: ``value`` (of shape ``full``) summed over the axes that broadcasting
-    expanded into ``out``, as MXNet's gradients of broadcasting sum
-    (:func:`~.reducers.sum_to`)."""
+    expanded, straight into ``out``, as MXNet's gradients of broadcasting sum
+    (:func:`~.reducers.reduction_into`; numpy's sum where its loops do not apply)."""
     if tuple(full) == out.shape:
         return lambda value: xp.copyto(out, value, casting="unsafe")
     lead = len(full) - out.ndim
     axes = tuple(range(lead)) + tuple(i + lead for i, s in enumerate(out.shape)
                                       if s == 1 and full[i + lead] != 1)
-    summed = sum_to(xp, tuple(full), dtype, axes)
-    return lambda value: xp.copyto(out, summed(value).reshape(out.shape), casting="unsafe")
+    write = reduction_into(xp, tuple(full), dtype, axes, out, SUM)
+    if write is not None:
+        return write
+    return lambda value: xp.copyto(out, value.sum(axis=axes).reshape(out.shape),
+                                   casting="unsafe")
 
 
 def _over(x, single: float, double: float):

@@ -17,7 +17,7 @@ as columns (no copy of C-contiguous data), others after one transposing copy.
 from __future__ import annotations
 
 import math
-from functools import lru_cache
+from functools import lru_cache, partial
 from typing import Callable
 
 import numpy as np
@@ -27,11 +27,10 @@ from graphexec.core.runtime.blas_threads import run_parts, split
 from .compiled import compiled_for
 from .reduce_loops import ABSSUM, NANPROD, NANSUM, NRM2, PROD, SUM
 
-__all__ = ["Reduction", "REDUCER_OF", "norm_reducer", "reduction_runner", "sum_to"]
+__all__ = ["Reduction", "REDUCER_OF", "norm_reducer", "reduction_into", "reduction_runner"]
 
 #: the loops' reducer of each operator (``norm`` by its ``ord``: :func:`norm_reducer`)
-REDUCER_OF = {"sum": SUM, "sum_axis": SUM, "mean": SUM, "nansum": NANSUM, "prod": PROD,
-              "nanprod": NANPROD}
+REDUCER_OF = {"sum": SUM, "mean": SUM, "nansum": NANSUM, "prod": PROD, "nanprod": NANPROD}
 _FLOATS = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
 
 
@@ -107,30 +106,23 @@ def _loop(name: str, work: np.dtype):
     return compiled_for(name, data, result, SUM, work.type(1), False, 0, 1)
 
 
-def reduction_runner(xp, x, axes: tuple, out, reducer: int, mean: bool = False
-                     ) -> Callable[[], None] | None:
-    """``f()`` writing the :class:`Reduction` of ``x`` into ``out`` (the kept shape, the
-    reduced axes of size 1), or None where the loops do not apply. ``out`` must be
-    reshapeable to the kept elements without a copy (the kernels' keepdims views are)."""
-    plan = Reduction.build(xp, x.shape, x.dtype, axes, reducer, mean)
+def reduction_into(xp, shape: tuple, dtype, axes: tuple, out, reducer: int,
+                   mean: bool = False) -> Callable[[object], None] | None:
+    """``f(x)`` writing the :class:`Reduction` of ``x`` (of ``shape`` and ``dtype``) into
+    ``out`` (its kept elements in order, the reduced axes of size 1 or absent), or None where
+    the loops do not apply or ``out`` cannot be written as one flat view."""
+    plan = Reduction.build(xp, shape, dtype, axes, reducer, mean)
     if plan is None or not _flat_view(out):
         return None
-    return lambda: plan(x, out)
+    return lambda x: plan(x, out)
 
 
-def sum_to(xp, shape: tuple, dtype, axes: tuple) -> Callable:
-    """``f(g)``: ``g`` (of ``shape``) summed over ``axes`` into a new array of the kept
-    shape (the reduced axes of size 1) as MXNet's ``red::sum`` sums: the loops where they
-    apply to ``dtype``, else (or for a ``g`` of another dtype) numpy's sum."""
-    plan = Reduction.build(xp, shape, dtype, axes, SUM)
-
-    def summed(g):
-        if plan is None or g.dtype != dtype:
-            return g.sum(axis=axes, keepdims=True)
-        out = np.empty(tuple(1 if i in axes else d for i, d in enumerate(g.shape)), g.dtype)
-        plan(g, out)
-        return out
-    return summed
+def reduction_runner(xp, x, axes: tuple, out, reducer: int, mean: bool = False
+                     ) -> Callable[[], None] | None:
+    """``f()`` writing the :class:`Reduction` of ``x`` into ``out``
+    (:func:`reduction_into`), or None where the loops do not apply."""
+    write = reduction_into(xp, x.shape, x.dtype, axes, out, reducer, mean)
+    return None if write is None else partial(write, x)
 
 
 def _flat_view(a) -> bool:
