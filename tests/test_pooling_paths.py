@@ -4,7 +4,7 @@ there are more offsets than windows (a last pooling over the whole map), and, fo
 pooling in training (whose workspace records each window's argmax), one call per kernel
 offset. They give the same numbers (max exactly; sums within rounding of float64 sums),
 padding, 'full' windows, count_include_pad, 1-D to 3-D, channels-last layouts and float16
-included."""
+included. The compiled plane loops are set aside here (tests/test_pooling_loops.py)."""
 from __future__ import annotations
 
 import numpy as np
@@ -15,6 +15,14 @@ from graphexec.backends.default.kernels import conv
 
 S = gx.sym
 X = S.Variable("x")
+
+
+@pytest.fixture(autouse=True)
+def _numpy_passes(monkeypatch):
+    """These tests are about the numpy passes: the compiled loops, which 2-D channel-first
+    float32/float64 poolings take where numba is installed, are tested in
+    tests/test_pooling_loops.py."""
+    monkeypatch.setattr(conv, "_compiled_pooling", lambda *a: None)
 
 CASES = {
     "avg 13x13 whole map": (dict(kernel=(13, 13), pool_type="avg"), (2, 5, 13, 13)),

@@ -32,7 +32,9 @@ BatchNorm's statistics and gradients within rounding (below).
   into one rounding each, ``contract``);
 - ``reduce_rows``, ``reduce_columns``: MXNet's sequential sums, products and norms over a
   range of outputs (:mod:`.reduce_loops`, :mod:`.reducers`; no fast-math flag: Kahan's
-  compensation needs every rounding; numpy's error model, so x / 0 is inf or NaN).
+  compensation needs every rounding; numpy's error model, so x / 0 is inf or NaN);
+- ``max_planes``, ``sum_planes``: 2-D max, sum and average pooling over a range of planes
+  (:mod:`.pool_loops`, ``conv.pooling``).
 
 The BatchNorm loops take rows (a channel's elements in one sample) one channel at a time,
 summing blocks of at most BLOCK elements in the data type (vectorised by one fast-math flag,
@@ -63,6 +65,10 @@ from graphexec.core.runtime.layout import stored_channels_last
 
 from .depthwise_rows import FUNCTIONS as DEPTHWISE_ROWS_LOOPS
 from .depthwise_rows import PARALLEL as DEPTHWISE_ROWS_PARALLEL
+from .pool_loops import FLAT_BLOCK, SUM_MODES
+from .pool_loops import FUNCTIONS as POOL_LOOPS
+from .pool_loops import INLINE as POOL_INLINE
+from .pool_loops import LOOPS as POOL_LOOP_NAMES
 from .reduce_loops import FUNCTIONS as REDUCE_LOOPS
 from .reduce_loops import INLINE as REDUCE_INLINE
 from .reduce_loops import LOOPS as REDUCE_LOOP_NAMES
@@ -780,7 +786,7 @@ _FUNCTIONS = (_depthwise_flat, _depthwise_loops, _block_sums, _lane_sums, _lane_
               _batch_norm_finish, _batch_norm_train_parts, _batch_norm_backward_parts,
               _run_width, _tile, _rows_moments, _rows_affine, _rows_train_parts,
               _rows_affine_parts, _rows_gradient_sums, _rows_data_gradient, _rows_backward_parts,
-              *WINOGRAD_LOOPS, *DEPTHWISE_ROWS_LOOPS, *REDUCE_LOOPS)
+              *WINOGRAD_LOOPS, *DEPTHWISE_ROWS_LOOPS, *REDUCE_LOOPS, *POOL_LOOPS)
 #: the options beyond caching and nogil: the one fast-math flag of the block sums (see
 #: :func:`_block_sums`), numba's threads for the loops over channel ranges, planes and
 #: rows, fused multiply-adds in the depthwise rows loops, whose shared multiply-add is
@@ -798,7 +804,7 @@ _OPTIONS = {"_block_sums": ", fastmath={'reassoc'}", "_batch_norm_train_parts": 
             "_nine_taps": ", fastmath={'contract'}, inline='always'",
             "_dw_row": ", fastmath={'contract'}, inline='always'",
             "_strided_3x3_row": ", fastmath={'contract'}",
-            **{name: ", inline='always'" for name in REDUCE_INLINE},
+            **{name: ", inline='always'" for name in REDUCE_INLINE + POOL_INLINE},
             **{name: ", error_model='numpy'" for name in REDUCE_LOOP_NAMES}}
 _LOOPS = {"depthwise": "_depthwise_loops", "channel_affine": "_channel_affine",
           "channel_shift": "_channel_shift",
@@ -811,7 +817,7 @@ _LOOPS = {"depthwise": "_depthwise_loops", "channel_affine": "_channel_affine",
           "batch_norm_rows_backward": "_rows_backward_parts",
           **{fn.__name__[1:]: fn.__name__ for fn in WINOGRAD_LOOPS},
           **{name[1:]: name for name in DEPTHWISE_ROWS_PARALLEL},
-          **{name[1:]: name for name in REDUCE_LOOP_NAMES}}
+          **{name[1:]: name for name in REDUCE_LOOP_NAMES + POOL_LOOP_NAMES}}
 _MODULE: list = []
 #: loops numba failed to compile (warned once each)
 _FAILED: set[str] = set()
@@ -823,7 +829,8 @@ def _source() -> str:
              f"{', '.join(REDUCERS)} = range({len(REDUCERS)})", f"COLUMNS = {COLUMNS}",
              f"BLOCK = {BLOCK}",
              f"SHORT = {SHORT}", f"LANE_BATCH = {LANE_BATCH}", f"TINY = {TINY}",
-             f"LANES = {LANES}", f"RUN = {WINOGRAD_RUN}", f"RUN_LANES = {RUN_LANES}"]
+             f"LANES = {LANES}", f"RUN = {WINOGRAD_RUN}", f"RUN_LANES = {RUN_LANES}",
+             f"FLAT_BLOCK = {FLAT_BLOCK}", f"{', '.join(SUM_MODES)} = range({len(SUM_MODES)})"]
     for fn in _FUNCTIONS:
         extra = _OPTIONS.get(fn.__name__, "")
         parts += ["", "", f"@njit({CACHE_OPTION}, nogil=True{extra})",

@@ -1,0 +1,105 @@
+"""The native 2-D pooling's compiled loops (backends/default/kernels/pool_loops.py): MXNet
+1.9.1's numbers bit for bit (values recorded from the oracle by
+tests/data/nn/pooling/make_pooling.py: max with NaN, infinities and the lowest value; avg
+summing each window in row-major order then dividing, as oneDNN's float32 'valid' pooling,
+or dividing each element first, as MXNet's own pooling of float64 and 'full' windows; sum;
+padding, strides 1 to 3, whole-map and global pooling), and the same numbers as the numpy
+passes they replace (max exactly, sums within rounding), the planes split across threads
+too."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import graphexec as gx
+from graphexec.backends.default.kernels import conv
+
+DATA = np.load(Path(__file__).parent / "data" / "nn" / "pooling" / "pooling.npz")
+CASES = sorted({k.split("/")[0] for k in DATA.files})
+S = gx.sym
+
+
+@pytest.fixture(autouse=True)
+def _needs_numba():
+    pytest.importorskip("numba", reason="the pooling loops are numba's (without numba the "
+                                        "numpy passes run: max exact, sums within rounding)")
+
+
+def _attrs(name: str) -> dict:
+    return ast.literal_eval(str(DATA[f"{name}/attrs"]))
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_pooling_matches_mxnet_bit_for_bit(name):
+    x, want = DATA[f"{name}/in"], DATA[f"{name}/out"]
+    exe = S.Pooling(S.Variable("x"), **_attrs(name)).simple_bind(
+        gx.cpu(), grad_req="null", x=x.shape, type_dict={"x": x.dtype})
+    exe.arg_dict["x"][...] = x
+    got = exe.forward(is_train=False)[0]
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want, strict=True)
+
+
+def test_the_loops_run(monkeypatch):
+    """The recorded cases go through the compiled loops (not the numpy passes)."""
+    taken = []
+    real = conv._compiled_pooling
+    monkeypatch.setattr(conv, "_compiled_pooling", lambda *a: taken.append(real(*a)) or taken[-1])
+    for name in CASES:
+        gx.nd.Pooling(gx.nd.array(DATA[f"{name}/in"]), **_attrs(name))
+    assert len(taken) == len(CASES) and all(f is not None for f in taken)
+
+
+PATH_CASES = {
+    "max 3x3/2 large (two parts)": (dict(kernel=(3, 3), stride=(2, 2), pool_type="max"),
+                                    (1, 64, 49, 49)),
+    "avg 3x3/1 pad 1 large (two parts)": (dict(kernel=(3, 3), pad=(1, 1), pool_type="avg"),
+                                          (2, 40, 41, 41)),
+    "max 2x2/2 odd map": (dict(kernel=(2, 2), stride=(2, 2), pool_type="max"), (2, 3, 9, 11)),
+    "max 3x2 stride (1, 3) pad (1, 0)": (dict(kernel=(3, 2), stride=(1, 3), pad=(1, 0),
+                                              pool_type="max"), (1, 3, 8, 13)),
+    "sum 2x3/1 pad (0, 1)": (dict(kernel=(2, 3), pad=(0, 1), pool_type="sum"), (2, 2, 7, 6)),
+    "avg 4x4 stride 4 full": (dict(kernel=(4, 4), stride=(4, 4), pool_type="avg",
+                                   pooling_convention="full"), (1, 2, 10, 10)),
+    "avg 1x1 map global": (dict(kernel=(1, 1), global_pool=True, pool_type="avg"), (3, 5, 1, 1)),
+    "max kernel larger than the map, pad": (dict(kernel=(5, 5), pad=(2, 2), pool_type="max"),
+                                            (1, 2, 3, 3)),
+}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("case", sorted(PATH_CASES))
+def test_loops_equal_the_numpy_passes(case, dtype, monkeypatch):
+    kw, shape = PATH_CASES[case]
+    x = np.random.default_rng(5).standard_normal(shape).astype(dtype)
+    x.reshape(-1)[::11] = np.nan
+    x.reshape(-1)[3::19] = -np.inf
+
+    def forward():
+        exe = S.Pooling(S.Variable("x"), **kw).simple_bind(gx.cpu(), grad_req="null",
+                                                          x=shape, type_dict={"x": dtype})
+        exe.arg_dict["x"][...] = x
+        return exe.forward(is_train=False)[0].copy()
+    got = forward()
+    monkeypatch.setattr(conv, "_compiled_pooling", lambda *a: None)
+    want = forward()
+    if kw["pool_type"] == "max":
+        np.testing.assert_array_equal(got, want)
+        assert not np.isnan(got).any()
+    else:
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
+def test_channels_last_float16_and_lp_keep_the_numpy_passes(monkeypatch):
+    taken = []
+    real = conv._compiled_pooling
+    monkeypatch.setattr(conv, "_compiled_pooling", lambda *a: taken.append(real(*a)) or taken[-1])
+    x = np.random.default_rng(1).standard_normal((1, 6, 6, 3))
+    gx.nd.Pooling(gx.nd.array(x), kernel=(3, 3), layout="NHWC")
+    gx.nd.Pooling(gx.nd.array(x.transpose(0, 3, 1, 2), dtype="float16"), kernel=(3, 3))
+    gx.nd.Pooling(gx.nd.array(x.transpose(0, 3, 1, 2)), kernel=(3, 3), pool_type="lp",
+                  p_value=2)
+    assert taken == [None, None, None]
