@@ -3,9 +3,11 @@
 tests/data/nn/pooling/make_pooling.py: max with NaN, infinities and the lowest value; avg
 summing each window in row-major order then dividing, as oneDNN's float32 'valid' pooling,
 or dividing each element first, as MXNet's own pooling of float64 and 'full' windows; sum;
-padding, strides 1 to 3, whole-map and global pooling), and the same numbers as the numpy
-passes they replace (max exactly, sums within rounding), the planes split across threads
-too."""
+padding, strides 1 to 3, whole-map and global pooling; max pooling in training and its
+gradient, each dY added at its window's first maximum in row-major output order, ties and
+NaN included; the avg and sum gradients, dY / count over each window in the same order),
+and the same numbers as the numpy passes they replace (max exactly, sums
+and gradients within rounding), the planes split across threads too."""
 from __future__ import annotations
 
 import ast
@@ -15,10 +17,11 @@ import numpy as np
 import pytest
 
 import graphexec as gx
-from graphexec.backends.default.kernels import conv
+from graphexec.backends.default.kernels import conv, conv_grad
 
 DATA = np.load(Path(__file__).parent / "data" / "nn" / "pooling" / "pooling.npz")
-CASES = sorted({k.split("/")[0] for k in DATA.files})
+CASES = sorted({k.split("/")[0] for k in DATA.files if not k.startswith("grad_")})
+GRADIENTS = sorted({k.split("/")[0] for k in DATA.files if k.startswith("grad_")})
 S = gx.sym
 
 
@@ -43,6 +46,19 @@ def test_pooling_matches_mxnet_bit_for_bit(name):
     np.testing.assert_array_equal(got, want, strict=True)
 
 
+@pytest.mark.parametrize("name", GRADIENTS)
+def test_pooling_training_and_gradient_match_mxnet_bit_for_bit(name):
+    x, og = DATA[f"{name}/in"], DATA[f"{name}/og"]
+    exe = S.Pooling(S.Variable("x"), **_attrs(name)).simple_bind(
+        gx.cpu(), x=x.shape, type_dict={"x": x.dtype})
+    exe.arg_dict["x"][...] = x
+    np.testing.assert_array_equal(exe.forward(is_train=True)[0], DATA[f"{name}/out"],
+                                  strict=True)
+    exe.backward(gx.nd.array(og, dtype=og.dtype))
+    np.testing.assert_array_equal(exe.grad_dict["x"].asnumpy(), DATA[f"{name}/grad"],
+                                  strict=True)
+
+
 def test_the_loops_run(monkeypatch):
     """The recorded cases go through the compiled loops (not the numpy passes)."""
     taken = []
@@ -51,6 +67,15 @@ def test_the_loops_run(monkeypatch):
     for name in CASES:
         gx.nd.Pooling(gx.nd.array(DATA[f"{name}/in"]), **_attrs(name))
     assert len(taken) == len(CASES) and all(f is not None for f in taken)
+    taken.clear()
+    backward = []
+    real_backward = conv_grad._compiled_max_backward
+    monkeypatch.setattr(conv_grad, "_compiled_max_backward",
+                        lambda *a: backward.append(real_backward(*a)) or backward[-1])
+    test_pooling_training_and_gradient_match_mxnet_bit_for_bit(
+        next(n for n in GRADIENTS if n.startswith("grad_max_")))
+    assert taken and all(f is not None for f in taken)
+    assert backward and all(f is not None for f in backward)
 
 
 PATH_CASES = {
@@ -68,6 +93,37 @@ PATH_CASES = {
     "max kernel larger than the map, pad": (dict(kernel=(5, 5), pad=(2, 2), pool_type="max"),
                                             (1, 2, 3, 3)),
 }
+
+
+@pytest.mark.parametrize("case", sorted(PATH_CASES))
+def test_training_loops_equal_the_numpy_passes(case, monkeypatch):
+    """Pooling in training: the same outputs as the numpy passes (max exactly), gradients
+    within rounding (the numpy path adds overlapping windows' dY offset by offset, the loops
+    output by output, as MXNet)."""
+    kw, shape = PATH_CASES[case]
+    x = np.random.default_rng(6).standard_normal(shape).astype("float32")
+    if kw["pool_type"] == "max":
+        x.reshape(-1)[::11] = np.nan
+        x.reshape(-1)[4::7] = x.reshape(-1)[5::7]
+    og = np.random.default_rng(7).standard_normal(
+        S.Pooling(S.Variable("x"), **kw).infer_shape(x=shape)[1][0]).astype("float32")
+
+    def train():
+        exe = S.Pooling(S.Variable("x"), **kw).simple_bind(gx.cpu(), x=shape)
+        exe.arg_dict["x"][...] = x
+        y = exe.forward(is_train=True)[0].copy()
+        exe.backward(gx.nd.array(og))
+        return y, exe.grad_dict["x"].asnumpy().copy()
+    y, g = train()
+    monkeypatch.setattr(conv, "_compiled_pooling", lambda *a: None)
+    monkeypatch.setattr(conv_grad, "_compiled_max_backward", lambda *a: None)
+    monkeypatch.setattr(conv_grad, "_compiled_sum_backward", lambda *a: None)
+    y0, g0 = train()
+    np.testing.assert_allclose(y, y0, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(g, g0, rtol=1e-5, atol=1e-5)
+    if kw["pool_type"] == "max":
+        np.testing.assert_array_equal(y, y0)
+        assert g.sum() == pytest.approx(og.sum(), rel=1e-4)  # each dY lands once
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])

@@ -31,7 +31,7 @@ from .pool_loops import AVERAGE, EACH_AVERAGED, SUMMED
 
 __all__ = ["channel_first_view", "windows", "Scratch", "padded_shape", "pad_into",
            "padded_source", "offset_slices", "avg_divisor", "lp_root", "first_maximum",
-           "window_max"]
+           "window_max", "as_planes", "over_planes"]
 
 
 def channel_first_view(arr, last: bool):
@@ -475,7 +475,7 @@ def pooling(call):
     ws = call.outputs[1] if len(call.outputs) > 1 else None
     # max pooling in training records each window's first maximum: one offset at a time
     tracked = p.pool_type == "max" and ws is not None and call.is_train
-    compiled = None if tracked else _compiled_pooling(call, x, out, geo)
+    compiled = _compiled_pooling(call, x, out, ws if tracked else None, geo)
     if compiled is not None:
         return compiled
     if p.global_pool:
@@ -506,42 +506,68 @@ def pooling(call):
 MIN_POOL_PART = 1 << 16
 
 
-def _compiled_pooling(call, x, out, geo):
-    """The run function of a 2-D max, sum or avg pooling (global too) through the compiled
-    plane loops (:mod:`.pool_loops`; avg and sum then give MXNet's numbers bit for bit), the
-    planes split across the host's threads from MIN_POOL_PART input elements a part, or None
-    where they do not apply: no numba, not the host, not 2-D channel-first float32/float64
-    data, lp pooling. Per pooling at batch 1 with cold caches: 0.35-0.55x the numpy passes'
-    time on 35x35 to 224x224 maps (Inception v3's, ResNet's, VGG's, SqueezeNet's),
-    0.8-1.1x on 17x17 and 8x8 ones (benchmarks/README.md)."""
-    xp, p = call.xp, call.params
-    if (xp.__name__ != "numpy" or x.ndim != 4 or geo.last or p.pool_type == "lp"
-            or x.dtype not in (np.float32, np.float64) or out.dtype != x.dtype
-            or not (x.flags.c_contiguous and out.flags.c_contiguous) or not x.size):
+def as_planes(*arrays) -> list | None:
+    """2-D channel-first pooling data (N, C, H, W) as the compiled loops' planes (N*C, H,
+    W), or None where the loops do not apply: no numba-able layout (not 4-D C-contiguous
+    float32/float64 host arrays of one dtype, or empty)."""
+    first = arrays[0]
+    if (not all(isinstance(a, np.ndarray) and a.ndim == 4 and a.flags.c_contiguous
+                for a in arrays)
+            or first.dtype not in (np.float32, np.float64) or not first.size
+            or any(a.dtype != first.dtype for a in arrays)):
         return None
-    planes, out_planes = x.reshape(-1, *x.shape[2:]), out.reshape(-1, *out.shape[2:])
-    (kh, kw), (sh, sw) = geo.kernel, geo.stride
-    args = (kh, kw, sh, sw, geo.pad[0][0], geo.pad[1][0])
-    if p.pool_type == "max":
-        name, tail = "max_planes", (lowest(x.dtype),)
-    else:
-        counts = np.ones(out.shape[2:], x.dtype)
-        mode = SUMMED
-        if p.pool_type == "avg":
-            counts[...] = avg_divisor(np, p, x.shape[2:], geo, out.shape[2:])
-            # MXNet's oneDNN pooling (float32 'valid' and 'same' windows) divides each sum,
-            # its own CPU pooling each element
-            onednn = x.dtype == np.float32 and p.pooling_convention != "full"
-            mode = AVERAGE if onednn else EACH_AVERAGED
-        name, tail = "sum_planes", (counts, mode)
-    loop = compiled_for(name, planes, out_planes, *args, *tail, 0, 1)
+    return [a.reshape(-1, *a.shape[2:]) for a in arrays]
+
+
+def over_planes(name: str, planes, *args):
+    """``f()`` running the compiled pooling loop ``name`` over ``planes`` (its first
+    argument; the planes range last), the planes split across the host's threads from
+    MIN_POOL_PART elements a part; None without numba."""
+    loop = compiled_for(name, planes, *args, 0, 1)
     if loop is None:
         return None
-    parts = split(np, len(planes), -(-MIN_POOL_PART // max(math.prod(x.shape[2:]), 1)))
+    count = len(planes)
+    parts = split(np, count, -(-MIN_POOL_PART // max(planes[0].size, 1)))
     if len(parts) == 1:
-        return lambda: loop(planes, out_planes, *args, *tail, 0, len(planes))
-    return lambda: run_parts(np, parts, lambda j, p0, p1, sync: loop(
-        planes, out_planes, *args, *tail, p0, p1), one_blas_thread=False)
+        return lambda: loop(planes, *args, 0, count)
+    return lambda: run_parts(np, parts, lambda j, p0, p1, sync: loop(planes, *args, p0, p1),
+                             one_blas_thread=False)
+
+
+def _compiled_pooling(call, x, out, ws, geo):
+    """The run function of a 2-D max, sum or avg pooling (global too, but global max in
+    training) through the compiled plane loops (:mod:`.pool_loops`; avg and sum then give
+    MXNet's numbers bit for bit; max in training records each window's first maximum's
+    offset in ``ws``, else None), or None where they do not apply (:func:`as_planes`, lp
+    pooling, channels-last). Per pooling at batch 1 with cold caches: 0.35-0.55x the numpy
+    passes' time on 35x35 to 224x224 maps (Inception v3's, ResNet's, VGG's, SqueezeNet's),
+    0.8-1.1x on 17x17 and 8x8 ones; in ResNet-18's native train step the first max pooling
+    forward 87 -> 3 ms, backward 60 -> 3 ms (benchmarks/README.md)."""
+    p = call.params
+    tracked = ws is not None
+    if (call.xp.__name__ != "numpy" or geo.last or p.pool_type == "lp"
+            or (tracked and (p.global_pool or ws.dtype != np.int32))):
+        return None
+    found = as_planes(x, out)
+    if found is None or (tracked and not ws.flags.c_contiguous):
+        return None
+    planes, out_planes = found
+    (kh, kw), (sh, sw) = geo.kernel, geo.stride
+    args = (kh, kw, sh, sw, geo.pad[0][0], geo.pad[1][0])
+    if tracked:
+        return over_planes("max_planes_tracked", planes, out_planes,
+                           ws.reshape(out_planes.shape), *args, lowest(x.dtype))
+    if p.pool_type == "max":
+        return over_planes("max_planes", planes, out_planes, *args, lowest(x.dtype))
+    counts = np.ones(out.shape[2:], x.dtype)
+    mode = SUMMED
+    if p.pool_type == "avg":
+        counts[...] = avg_divisor(np, p, x.shape[2:], geo, out.shape[2:])
+        # MXNet's oneDNN pooling (float32 'valid' and 'same' windows) divides each sum, its
+        # own CPU pooling each element
+        onednn = x.dtype == np.float32 and p.pooling_convention != "full"
+        mode = AVERAGE if onednn else EACH_AVERAGED
+    return over_planes("sum_planes", planes, out_planes, *args, counts, mode)
 
 
 def _window_reduction(xp, geo, out_sp: tuple):

@@ -20,8 +20,8 @@ from graphexec.core.ops.common import lowest
 from graphexec.core.ops.conv import conv_geometry, deconv_adjustments, deconv_pads, pool_geometry
 
 from .base import OPENMP, kernel, kernel_variant, sequence
-from .conv import (Scratch, avg_divisor, channel_first_view, first_maximum, offset_slices,
-                   pad_into, padded_shape)
+from .conv import (Scratch, as_planes, avg_divisor, channel_first_view, first_maximum,
+                   offset_slices, over_planes, pad_into, padded_shape)
 from .conv_fast import is_depthwise, rows_depthwise_backward_runner
 from .nn import matmul_into, reshaper, work_dtype
 from .nn_grad import nothing, sum_into, target
@@ -213,6 +213,13 @@ def pooling_backward(call):
     ws = ins[4] if len(ins) == 5 else None
     geo, out_sp = pool_geometry(p, x.shape)
     og, x, y, dx = (channel_first_view(a, geo.last) for a in (og, x, y, call.outputs[0]))
+    compiled = None
+    if p.pool_type == "max" and ws is not None and not geo.last and not p.global_pool:
+        compiled = _compiled_max_backward(og, ws, dx, geo)
+    elif p.pool_type in ("avg", "sum") and not geo.last:
+        compiled = _compiled_sum_backward(p, og, dx, geo)
+    if compiled is not None:
+        return compiled
     if p.global_pool:
         return _global_backward(call, og, x, y, ws, dx)
     slices = offset_slices(geo.kernel, geo.stride, geo.dilate, out_sp)
@@ -232,6 +239,39 @@ def pooling_backward(call):
         if dst is not dx:
             xp.copyto(dx, dst[inner], casting="unsafe")
     return run
+
+
+def _compiled_max_backward(og, ws, dx, geo):
+    """The run function of a 2-D channel-first max pooling's gradient through the compiled
+    plane loop (:func:`.pool_loops._max_planes_backward`: each dY added at its window's
+    first maximum, the outputs in row-major order), or None where it does not apply
+    (:func:`.conv.as_planes`; the workspace int32 and C-contiguous)."""
+    found = as_planes(og, dx)
+    if (found is None or not isinstance(ws, np.ndarray) or ws.dtype != np.int32
+            or not ws.flags.c_contiguous):
+        return None
+    og_planes, dx_planes = found
+    (kh, kw), (sh, sw) = geo.kernel, geo.stride
+    return over_planes("max_planes_backward", og_planes, ws.reshape(og_planes.shape),
+                       dx_planes, kh, kw, sh, sw, geo.pad[0][0], geo.pad[1][0])
+
+
+def _compiled_sum_backward(p, og, dx, geo):
+    """The run function of a 2-D channel-first sum or avg pooling's gradient through the
+    compiled plane loop (:func:`.pool_loops._sum_planes_backward`: MXNet's order, dY / count
+    over each window), or None where it does not apply (:func:`.conv.as_planes`; avg
+    pooling of the 'full' convention, whose MXNet gradient divides otherwise)."""
+    average = p.pool_type == "avg"
+    found = as_planes(og, dx)
+    if found is None or (average and p.pooling_convention == "full"):
+        return None
+    og_planes, dx_planes = found
+    counts = np.ones(og.shape[2:], og.dtype)
+    if average:
+        counts[...] = avg_divisor(np, p, dx.shape[2:], geo, og.shape[2:])
+    (kh, kw), (sh, sw) = geo.kernel, geo.stride
+    return over_planes("sum_planes_backward", og_planes, dx_planes, counts, kh, kw, sh, sw,
+                       geo.pad[0][0], geo.pad[1][0], average)
 
 
 def _pool_scratch(p, geo, og, x, dx, ws, overlap: bool) -> dict:

@@ -9,6 +9,10 @@ channel-first data, a range of them per call so that the host's threads can shar
   output row first combines its window's input rows (contiguous loops) and then the
   columns of that row, the column stride of 1 or 2 written as a constant (LLVM then
   vectorises the strided loads);
+- max in training (:func:`_max_planes_tracked`): the same maxima, with each window's first
+  maximum's offset for the gradient (:func:`_max_planes_backward`);
+- the gradient of sum and avg (:func:`_sum_planes_backward`): each dY (avg: divided by its
+  window's count) added over its window, outputs and windows in row-major order, as MXNet;
 - sum and avg (:func:`_sum_planes`): each window's elements added in row-major window
   order from 0, in the data's type, padding skipped; avg then divides by the window's
   count (``AVERAGE``: MXNet 1.9.1's oneDNN pooling, float32 windows of the 'valid' and
@@ -96,6 +100,117 @@ def _max_planes(x, out, kh, kw, sh, sw, ph, pw, lowest, p0, p1):  # pragma: no c
                 for i in range(ow):
                     row[i] = tmp[sw * i]
             _max_columns(tmp, row, kw, sw)
+
+
+def _first_columns(tmp, rows, row, wrow, kw, sw):  # pragma: no cover - numba's
+    """row[ox], wrow[ox] = the greatest of tmp[sw * ox + kx] over kx < kw and its window
+    offset rows[.] * kw + kx, the first in row-major window order among equal maxima (an
+    element taken when greater, or when equal at a smaller offset; NaN never)."""
+    ow = row.size
+    for kx in range(kw):
+        t, r = tmp[kx:], rows[kx:]
+        if sw == 1:
+            for i in range(ow):
+                v, m, k = t[i], row[i], wrow[i]
+                off = r[i] * kw + kx
+                take = (v > m) | ((v == m) & (off < k))
+                row[i] = v if take else m
+                wrow[i] = off if take else k
+        elif sw == 2:
+            for i in range(ow):
+                v, m, k = t[2 * i], row[i], wrow[i]
+                off = r[2 * i] * kw + kx
+                take = (v > m) | ((v == m) & (off < k))
+                row[i] = v if take else m
+                wrow[i] = off if take else k
+        else:
+            for i in range(ow):
+                v, m, k = t[sw * i], row[i], wrow[i]
+                off = r[sw * i] * kw + kx
+                take = (v > m) | ((v == m) & (off < k))
+                row[i] = v if take else m
+                wrow[i] = off if take else k
+
+
+def _max_planes_tracked(x, out, ws, kh, kw, sh, sw, ph, pw, lowest, p0,
+                        p1):  # pragma: no cover - numba's
+    """Max pooling of planes [p0, p1) as :func:`_max_planes` (the same maxima), ``ws`` (P,
+    OH, OW) int32 receiving each window's first maximum's kernel offset (ky * kw + kx,
+    row-major within the window; 0 where no element is above the lowest value), what the
+    backward (:func:`_max_planes_backward`) reads. Per output row the window's input rows
+    first (each column's first greatest value and its row, in ``tmp`` and ``rows``), then
+    the columns (:func:`_first_columns`)."""
+    h, w = x.shape[1], x.shape[2]
+    oh, ow = out.shape[1], out.shape[2]
+    width = max(pw + w, sw * (ow - 1) + kw)
+    tmp = np.empty(width, x.dtype)
+    rows = np.zeros(width, np.int32)
+    inner, inner_rows = tmp[pw:pw + w], rows[pw:pw + w]
+    tmp[:] = lowest
+    for p in range(p0, p1):
+        src, dst, where = x[p], out[p], ws[p]
+        for oy in range(oh):
+            inner[:] = lowest
+            inner_rows[:] = 0
+            y0 = oy * sh - ph
+            for ky in range(kh):
+                y = y0 + ky
+                if y < 0 or y >= h:
+                    continue
+                srow = src[y]
+                kyv = np.int32(ky)
+                for i in range(w):
+                    v, m = srow[i], inner[i]
+                    take = v > m
+                    inner[i] = v if take else m
+                    inner_rows[i] = kyv if take else inner_rows[i]
+            row, wrow = dst[oy], where[oy]
+            row[:] = lowest
+            wrow[:] = 0
+            _first_columns(tmp, rows, row, wrow, kw, sw)
+
+
+def _max_planes_backward(og, ws, dx, kh, kw, sh, sw, ph, pw, p0,
+                         p1):  # pragma: no cover - numba's
+    """The gradient of max pooling for planes [p0, p1): ``dx`` (P, H, W) zeroed, then each
+    output's dY added at its window's first maximum (``ws``, the forward's offsets; one in
+    the padding is dropped), the outputs in row-major order."""
+    h, w = dx.shape[1], dx.shape[2]
+    oh, ow = og.shape[1], og.shape[2]
+    for p in range(p0, p1):
+        g, where, d = og[p], ws[p], dx[p]
+        d[:, :] = 0
+        for oy in range(oh):
+            for ox in range(ow):
+                k = where[oy, ox]
+                y = oy * sh - ph + k // kw
+                c = ox * sw - pw + k % kw
+                if 0 <= y < h and 0 <= c < w:
+                    d[y, c] += g[oy, ox]
+
+
+def _sum_planes_backward(og, dx, counts, kh, kw, sh, sw, ph, pw, average, p0,
+                         p1):  # pragma: no cover - numba's
+    """The gradient of sum or (``average``) avg pooling for planes [p0, p1): ``dx`` (P, H,
+    W) zeroed, then each output's dY (divided by its window's count ``counts`` (OH, OW))
+    added to every element of its window inside the data, the outputs in row-major order and
+    each window in row-major order, as MXNet adds them."""
+    h, w = dx.shape[1], dx.shape[2]
+    oh, ow = og.shape[1], og.shape[2]
+    for p in range(p0, p1):
+        g, d = og[p], dx[p]
+        d[:, :] = 0
+        for oy in range(oh):
+            y0 = oy * sh - ph
+            for ox in range(ow):
+                v = g[oy, ox] / counts[oy, ox] if average else g[oy, ox]
+                c0 = ox * sw - pw
+                for ky in range(kh):
+                    y = y0 + ky
+                    if 0 <= y < h:
+                        for kx in range(kw):
+                            if 0 <= c0 + kx < w:
+                                d[y, c0 + kx] += v
 
 
 def _sum_planes(x, out, kh, kw, sh, sw, ph, pw, counts, mode, p0, p1):  # pragma: no cover
@@ -220,7 +335,9 @@ def _sum_planes_flat(x, out, kh, kw, ph, pw, counts, average, p0, p1):  # pragma
                         row[i] = arow[i]
 
 
-FUNCTIONS = (_column_range, _max_columns, _max_planes, _sum_planes_flat, _sum_planes)
-LOOPS = ("_max_planes", "_sum_planes")
+FUNCTIONS = (_column_range, _max_columns, _first_columns, _max_planes, _max_planes_tracked,
+             _max_planes_backward, _sum_planes_backward, _sum_planes_flat, _sum_planes)
+LOOPS = ("_max_planes", "_max_planes_tracked", "_max_planes_backward", "_sum_planes",
+         "_sum_planes_backward")
 #: inlined into the loops
-INLINE = ("_column_range", "_max_columns")
+INLINE = ("_column_range", "_max_columns", "_first_columns")
