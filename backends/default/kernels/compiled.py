@@ -33,8 +33,10 @@ BatchNorm's statistics and gradients within rounding (below).
 - ``reduce_rows``, ``reduce_columns``: MXNet's sequential sums, products and norms over a
   range of outputs (:mod:`.reduce_loops`, :mod:`.reducers`; no fast-math flag: Kahan's
   compensation needs every rounding; numpy's error model, so x / 0 is inf or NaN);
-- ``max_planes``, ``sum_planes``: 2-D max, sum and average pooling over a range of planes
-  (:mod:`.pool_loops`, ``conv.pooling``).
+- ``max_planes``, ``max_planes_tracked``, ``sum_planes`` and the gradients'
+  ``max_planes_backward``, ``sum_planes_backward``: 2-D max, sum and average pooling over a
+  range of planes, MXNet's numbers and order (:mod:`.pool_loops`, ``conv.pooling``,
+  ``conv_grad.pooling_backward``).
 
 The BatchNorm loops take rows (a channel's elements in one sample) one channel at a time,
 summing blocks of at most BLOCK elements in the data type (vectorised by one fast-math flag,

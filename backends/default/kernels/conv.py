@@ -541,8 +541,8 @@ def _compiled_pooling(call, x, out, ws, geo):
     offset in ``ws``, else None), or None where they do not apply (:func:`as_planes`, lp
     pooling, channels-last). Per pooling at batch 1 with cold caches: 0.35-0.55x the numpy
     passes' time on 35x35 to 224x224 maps (Inception v3's, ResNet's, VGG's, SqueezeNet's),
-    0.8-1.1x on 17x17 and 8x8 ones; in ResNet-18's native train step the first max pooling
-    forward 87 -> 3 ms, backward 60 -> 3 ms (benchmarks/README.md)."""
+    0.8-1.1x on 17x17 and 8x8 ones; in ResNet-18's native train step (batch 16) the first
+    max pooling 87 -> 8 ms forward, 60 -> 6 ms backward (benchmarks/README.md)."""
     p = call.params
     tracked = ws is not None
     if (call.xp.__name__ != "numpy" or geo.last or p.pool_type == "lp"

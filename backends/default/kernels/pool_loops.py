@@ -1,7 +1,7 @@
 """2-D pooling as loops for numba (source only: the compiled-loops module, :mod:`.compiled`,
 compiles them; as Python they are never called), over planes (the N x C maps of
-channel-first data, a range of them per call so that the host's threads can share them,
-:func:`.conv.pooling`):
+channel-first data, a range of them per call so that the host's threads can share them;
+:func:`.conv.pooling`, :func:`.conv_grad.pooling_backward`):
 
 - max (:func:`_max_planes`): each window's running maximum from the dtype's lowest value,
   an element taken only when greater (NaN never is; a window of NaN, -inf or padding only
@@ -10,15 +10,16 @@ channel-first data, a range of them per call so that the host's threads can shar
   columns of that row, the column stride of 1 or 2 written as a constant (LLVM then
   vectorises the strided loads);
 - max in training (:func:`_max_planes_tracked`): the same maxima, with each window's first
-  maximum's offset for the gradient (:func:`_max_planes_backward`);
-- the gradient of sum and avg (:func:`_sum_planes_backward`): each dY (avg: divided by its
-  window's count) added over its window, outputs and windows in row-major order, as MXNet;
+  maximum's offset for the gradient (:func:`_max_planes_backward`: each dY added there,
+  the outputs in row-major order, as MXNet);
 - sum and avg (:func:`_sum_planes`): each window's elements added in row-major window
   order from 0, in the data's type, padding skipped; avg then divides by the window's
   count (``AVERAGE``: MXNet 1.9.1's oneDNN pooling, float32 windows of the 'valid' and
   'same' conventions) or divides each element by it before adding it (``EACH_AVERAGED``:
-  MXNet's own CPU pooling, which takes float64, float16 and the 'full' convention): MXNet's
-  numbers bit for bit, where numpy's axis passes differed in the last bit.
+  MXNet's own CPU pooling, which takes float64 and the 'full' convention): MXNet's numbers
+  bit for bit, where numpy's axis passes differed in the last bit;
+- the gradient of sum and avg (:func:`_sum_planes_backward`): each dY (avg: divided by its
+  window's count) added over its window, outputs and windows in row-major order, as MXNet.
 """
 from __future__ import annotations
 
