@@ -1,4 +1,4 @@
-"""The native 2-D pooling's compiled loops (backends/default/kernels/pool_loops.py): MXNet
+"""The native 1-D and 2-D pooling's compiled loops (backends/default/kernels/pool_loops.py): MXNet
 1.9.1's numbers bit for bit (values recorded from the oracle by
 tests/data/nn/pooling/make_pooling.py: max with NaN, infinities and the lowest value; avg
 summing each window in row-major order then dividing, as oneDNN's float32 'valid' pooling,
@@ -92,6 +92,10 @@ PATH_CASES = {
     "avg 1x1 map global": (dict(kernel=(1, 1), global_pool=True, pool_type="avg"), (3, 5, 1, 1)),
     "max kernel larger than the map, pad": (dict(kernel=(5, 5), pad=(2, 2), pool_type="max"),
                                             (1, 2, 3, 3)),
+    "max 1-D 3/2 pad 1": (dict(kernel=(3,), stride=(2,), pad=(1,), pool_type="max"),
+                          (2, 3, 19)),
+    "avg 1-D 4/1 pad 2 full": (dict(kernel=(4,), pad=(2,), pool_type="avg",
+                                    pooling_convention="full"), (2, 3, 12)),
 }
 
 

@@ -31,7 +31,7 @@ from .pool_loops import AVERAGE, EACH_AVERAGED, SUMMED
 
 __all__ = ["channel_first_view", "windows", "Scratch", "padded_shape", "pad_into",
            "padded_source", "offset_slices", "avg_divisor", "lp_root", "first_maximum",
-           "window_max", "as_planes", "over_planes"]
+           "window_max", "as_planes", "over_planes", "plane_geometry"]
 
 
 def channel_first_view(arr, last: bool):
@@ -507,16 +507,38 @@ MIN_POOL_PART = 1 << 16
 
 
 def as_planes(*arrays) -> list | None:
-    """2-D channel-first pooling data (N, C, H, W) as the compiled loops' planes (N*C, H,
-    W), or None where the loops do not apply: no numba-able layout (not 4-D C-contiguous
-    float32/float64 host arrays of one dtype, or empty)."""
+    """1-D or 2-D channel-first pooling data ((N, C, W) or (N, C, H, W)) as the compiled
+    loops' planes (N*C, 1, W) or (N*C, H, W), or None where the loops do not apply (not
+    C-contiguous float32/float64 host arrays of one dtype and rank, or empty)."""
     first = arrays[0]
-    if (not all(isinstance(a, np.ndarray) and a.ndim == 4 and a.flags.c_contiguous
+    if (not all(isinstance(a, np.ndarray) and a.ndim == first.ndim and a.flags.c_contiguous
                 for a in arrays)
-            or first.dtype not in (np.float32, np.float64) or not first.size
-            or any(a.dtype != first.dtype for a in arrays)):
+            or first.ndim not in (3, 4) or first.dtype not in (np.float32, np.float64)
+            or not first.size or any(a.dtype != first.dtype for a in arrays)):
         return None
-    return [a.reshape(-1, *a.shape[2:]) for a in arrays]
+    return [a.reshape(-1, *(1,) * (4 - a.ndim), *a.shape[2:]) for a in arrays]
+
+
+def plane_geometry(geo) -> tuple:
+    """(kh, kw, sh, sw, ph, pw): a 1-D or 2-D pooling's windows over the loops' planes (a
+    1-D pooling as rows of height 1), the pads the left/top ones."""
+    (kh, kw), (sh, sw) = ((1,) * (2 - len(geo.kernel)) + tuple(geo.kernel),
+                          (1,) * (2 - len(geo.stride)) + tuple(geo.stride))
+    pads = ((0, 0),) * (2 - len(geo.pad)) + tuple(geo.pad)
+    return kh, kw, sh, sw, pads[0][0], pads[1][0]
+
+
+def _onednn_average(p, shape: tuple, geo, dtype) -> bool:
+    """Whether MXNet 1.9.1 takes this avg pooling to oneDNN (which divides each window's
+    sum once) rather than to its own CPU pooling (which divides each element before adding
+    it): float32 data, and for the 'full' convention only windows that end where the padded
+    data does on every axis (oneDNN's padding would be asymmetric otherwise)."""
+    if np.dtype(dtype) != np.float32:
+        return False
+    if p.pooling_convention != "full":
+        return True
+    return all((x + 2 * left - k) % s == 0 for x, k, s, (left, _) in
+               zip(shape, geo.kernel, geo.stride, geo.pad))
 
 
 def over_planes(name: str, planes, *args):
@@ -535,8 +557,8 @@ def over_planes(name: str, planes, *args):
 
 
 def _compiled_pooling(call, x, out, ws, geo):
-    """The run function of a 2-D max, sum or avg pooling (global too, but global max in
-    training) through the compiled plane loops (:mod:`.pool_loops`; avg and sum then give
+    """The run function of a 1-D or 2-D max, sum or avg pooling (global too, but global max
+    in training) through the compiled plane loops (:mod:`.pool_loops`; avg and sum then give
     MXNet's numbers bit for bit; max in training records each window's first maximum's
     offset in ``ws``, else None), or None where they do not apply (:func:`as_planes`, lp
     pooling, channels-last). Per pooling at batch 1 with cold caches: 0.35-0.55x the numpy
@@ -552,20 +574,18 @@ def _compiled_pooling(call, x, out, ws, geo):
     if found is None or (tracked and not ws.flags.c_contiguous):
         return None
     planes, out_planes = found
-    (kh, kw), (sh, sw) = geo.kernel, geo.stride
-    args = (kh, kw, sh, sw, geo.pad[0][0], geo.pad[1][0])
+    args = plane_geometry(geo)
     if tracked:
         return over_planes("max_planes_tracked", planes, out_planes,
                            ws.reshape(out_planes.shape), *args, lowest(x.dtype))
     if p.pool_type == "max":
         return over_planes("max_planes", planes, out_planes, *args, lowest(x.dtype))
-    counts = np.ones(out.shape[2:], x.dtype)
+    counts = np.ones(out_planes.shape[1:], x.dtype)
     mode = SUMMED
     if p.pool_type == "avg":
-        counts[...] = avg_divisor(np, p, x.shape[2:], geo, out.shape[2:])
-        # MXNet's oneDNN pooling (float32 'valid' and 'same' windows) divides each sum, its
-        # own CPU pooling each element
-        onednn = x.dtype == np.float32 and p.pooling_convention != "full"
+        counts.reshape(out.shape[2:])[...] = avg_divisor(np, p, x.shape[2:], geo,
+                                                         out.shape[2:])
+        onednn = _onednn_average(p, x.shape[2:], geo, x.dtype)
         mode = AVERAGE if onednn else EACH_AVERAGED
     return over_planes("sum_planes", planes, out_planes, *args, counts, mode)
 

@@ -21,7 +21,7 @@ from graphexec.core.ops.conv import conv_geometry, deconv_adjustments, deconv_pa
 
 from .base import OPENMP, kernel, kernel_variant, sequence
 from .conv import (Scratch, as_planes, avg_divisor, channel_first_view, first_maximum,
-                   offset_slices, over_planes, pad_into, padded_shape)
+                   offset_slices, over_planes, pad_into, padded_shape, plane_geometry)
 from .conv_fast import is_depthwise, rows_depthwise_backward_runner
 from .nn import matmul_into, reshaper, work_dtype
 from .nn_grad import nothing, sum_into, target
@@ -242,7 +242,7 @@ def pooling_backward(call):
 
 
 def _compiled_max_backward(og, ws, dx, geo):
-    """The run function of a 2-D channel-first max pooling's gradient through the compiled
+    """The run function of a 1-D or 2-D channel-first max pooling's gradient through the compiled
     plane loop (:func:`.pool_loops._max_planes_backward`: each dY added at its window's
     first maximum, the outputs in row-major order), or None where it does not apply
     (:func:`.conv.as_planes`; the workspace int32 and C-contiguous)."""
@@ -251,13 +251,12 @@ def _compiled_max_backward(og, ws, dx, geo):
             or not ws.flags.c_contiguous):
         return None
     og_planes, dx_planes = found
-    (kh, kw), (sh, sw) = geo.kernel, geo.stride
     return over_planes("max_planes_backward", og_planes, ws.reshape(og_planes.shape),
-                       dx_planes, kh, kw, sh, sw, geo.pad[0][0], geo.pad[1][0])
+                       dx_planes, *plane_geometry(geo))
 
 
 def _compiled_sum_backward(p, og, dx, geo):
-    """The run function of a 2-D channel-first sum or avg pooling's gradient through the
+    """The run function of a 1-D or 2-D channel-first sum or avg pooling's gradient through the
     compiled plane loop (:func:`.pool_loops._sum_planes_backward`: MXNet's order, dY / count
     over each window), or None where it does not apply (:func:`.conv.as_planes`; avg
     pooling of the 'full' convention, whose MXNet gradient divides otherwise)."""
@@ -266,12 +265,12 @@ def _compiled_sum_backward(p, og, dx, geo):
     if found is None or (average and p.pooling_convention == "full"):
         return None
     og_planes, dx_planes = found
-    counts = np.ones(og.shape[2:], og.dtype)
+    counts = np.ones(og_planes.shape[1:], og.dtype)
     if average:
-        counts[...] = avg_divisor(np, p, dx.shape[2:], geo, og.shape[2:])
-    (kh, kw), (sh, sw) = geo.kernel, geo.stride
-    return over_planes("sum_planes_backward", og_planes, dx_planes, counts, kh, kw, sh, sw,
-                       geo.pad[0][0], geo.pad[1][0], average)
+        counts.reshape(og.shape[2:])[...] = avg_divisor(np, p, dx.shape[2:], geo,
+                                                        og.shape[2:])
+    return over_planes("sum_planes_backward", og_planes, dx_planes, counts,
+                       *plane_geometry(geo), average)
 
 
 def _pool_scratch(p, geo, og, x, dx, ws, overlap: bool) -> dict:

@@ -54,6 +54,18 @@ case("avg_excluding_pad_s2_full", (1, 3, 10, 10), pool_type="avg", kernel=(3, 3)
      stride=(2, 2), pad=(1, 1), count_include_pad=False, pooling_convention="full")
 case("avg_full_counted", (1, 3, 10, 10), pool_type="avg", kernel=(3, 3), stride=(2, 2),
      pooling_convention="full")
+case("avg_full_fitting", (1, 3, 11, 11), pool_type="avg", kernel=(3, 3), stride=(2, 2),
+     pooling_convention="full")  # the windows end with the data: oneDNN's pooling
+for typ in ("avg", "sum", "max"):  # 1-D
+    case(f"{typ}_1d_3_p1", (2, 3, 17), pool_type=typ, kernel=(3,), pad=(1,))
+    case(f"{typ}_1d_3_s2_full", (2, 3, 17), pool_type=typ, kernel=(3,), stride=(2,),
+         pooling_convention="full")
+    case(f"{typ}_1d_4_s2_full", (1, 3, 16), pool_type=typ, kernel=(4,), stride=(2,),
+         pooling_convention="full")
+    case(f"{typ}_1d_3_p1_f64", (1, 2, 15), "float64", pool_type=typ, kernel=(3,), pad=(1,))
+    case(f"{typ}_1d_global", (2, 3, 9), pool_type=typ, kernel=(1,), global_pool=True)
+case("avg_1d_4_s2_p1_excluding_pad", (2, 3, 17), pool_type="avg", kernel=(4,), stride=(2,),
+     pad=(1,), count_include_pad=False)
 for typ in ("max", "avg"):
     case(f"{typ}_special_s1", (1, 2, 12, 12), special=True, pool_type=typ, kernel=(3, 3),
          pad=(1, 1))
@@ -98,6 +110,8 @@ for typ in ("avg", "sum"):
               pad=(1, 1))
 grad_case("excluding_pad", (1, 2, 7, 7), pool_type="avg", kernel=(3, 3), pad=(1, 1),
           count_include_pad=False)
+for typ in ("max", "avg", "sum"):
+    grad_case("1d_3_s2_p1", (2, 3, 17), pool_type=typ, kernel=(3,), stride=(2,), pad=(1,))
 grad_case("3x3_s2_full", (1, 2, 10, 10), pool_type="sum", kernel=(3, 3), stride=(2, 2),
           pooling_convention="full")
 np.savez_compressed(os.path.join(HERE, "pooling.npz"), **data)
