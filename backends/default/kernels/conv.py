@@ -31,7 +31,8 @@ from .pool_loops import AVERAGE, EACH_AVERAGED, SUMMED
 
 __all__ = ["channel_first_view", "windows", "Scratch", "padded_shape", "pad_into",
            "padded_source", "offset_slices", "avg_divisor", "lp_root", "first_maximum",
-           "window_max", "as_planes", "over_planes", "plane_geometry"]
+           "window_max", "as_planes", "over_planes", "plane_geometry", "window_counts",
+           "workspace_planes"]
 
 
 def channel_first_view(arr, last: bool):
@@ -528,6 +529,26 @@ def plane_geometry(geo) -> tuple:
     return kh, kw, sh, sw, pads[0][0], pads[1][0]
 
 
+def workspace_planes(ws, out_planes):
+    """Max pooling's workspace (each window's first maximum's offset) shaped as the output
+    planes, or None where the compiled loops cannot take it (not a C-contiguous int32 host
+    array)."""
+    if (not isinstance(ws, np.ndarray) or ws.dtype != np.int32
+            or not ws.flags.c_contiguous):
+        return None
+    return ws.reshape(out_planes.shape)
+
+
+def window_counts(p, geo, data_planes, out_planes, data_shape: tuple, out_shape: tuple):
+    """The (OH, OW) counts the compiled avg loops divide by (:func:`avg_divisor` for the
+    pooling of ``data_shape`` into ``out_shape``, the planes' dtype; ones for sum)."""
+    counts = np.ones(out_planes.shape[1:], data_planes.dtype)
+    if p.pool_type == "avg":
+        counts.reshape(out_shape[2:])[...] = avg_divisor(np, p, data_shape[2:], geo,
+                                                         out_shape[2:])
+    return counts
+
+
 def _onednn_average(p, shape: tuple, geo, dtype) -> bool:
     """Whether MXNet 1.9.1 takes this avg pooling to oneDNN (which divides each window's
     sum once) rather than to its own CPU pooling (which divides each element before adding
@@ -566,27 +587,21 @@ def _compiled_pooling(call, x, out, ws, geo):
     0.8-1.1x on 17x17 and 8x8 ones; in ResNet-18's native train step (batch 16) the first
     max pooling 87 -> 8 ms forward, 60 -> 6 ms backward (benchmarks/README.md)."""
     p = call.params
-    tracked = ws is not None
-    if (call.xp.__name__ != "numpy" or geo.last or p.pool_type == "lp"
-            or (tracked and (p.global_pool or ws.dtype != np.int32))):
-        return None
-    found = as_planes(x, out)
-    if found is None or (tracked and not ws.flags.c_contiguous):
+    found = None if geo.last or p.pool_type == "lp" else as_planes(x, out)
+    if found is None:
         return None
     planes, out_planes = found
     args = plane_geometry(geo)
-    if tracked:
-        return over_planes("max_planes_tracked", planes, out_planes,
-                           ws.reshape(out_planes.shape), *args, lowest(x.dtype))
+    if ws is not None:
+        where = None if p.global_pool else workspace_planes(ws, out_planes)
+        return None if where is None else over_planes(
+            "max_planes_tracked", planes, out_planes, where, *args, lowest(x.dtype))
     if p.pool_type == "max":
         return over_planes("max_planes", planes, out_planes, *args, lowest(x.dtype))
-    counts = np.ones(out_planes.shape[1:], x.dtype)
+    counts = window_counts(p, geo, planes, out_planes, x.shape, out.shape)
     mode = SUMMED
     if p.pool_type == "avg":
-        counts.reshape(out.shape[2:])[...] = avg_divisor(np, p, x.shape[2:], geo,
-                                                         out.shape[2:])
-        onednn = _onednn_average(p, x.shape[2:], geo, x.dtype)
-        mode = AVERAGE if onednn else EACH_AVERAGED
+        mode = AVERAGE if _onednn_average(p, x.shape[2:], geo, x.dtype) else EACH_AVERAGED
     return over_planes("sum_planes", planes, out_planes, *args, counts, mode)
 
 

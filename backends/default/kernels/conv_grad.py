@@ -21,7 +21,8 @@ from graphexec.core.ops.conv import conv_geometry, deconv_adjustments, deconv_pa
 
 from .base import OPENMP, kernel, kernel_variant, sequence
 from .conv import (Scratch, as_planes, avg_divisor, channel_first_view, first_maximum,
-                   offset_slices, over_planes, pad_into, padded_shape, plane_geometry)
+                   offset_slices, over_planes, pad_into, padded_shape, plane_geometry,
+                   window_counts, workspace_planes)
 from .conv_fast import is_depthwise, rows_depthwise_backward_runner
 from .nn import matmul_into, reshaper, work_dtype
 from .nn_grad import nothing, sum_into, target
@@ -213,11 +214,7 @@ def pooling_backward(call):
     ws = ins[4] if len(ins) == 5 else None
     geo, out_sp = pool_geometry(p, x.shape)
     og, x, y, dx = (channel_first_view(a, geo.last) for a in (og, x, y, call.outputs[0]))
-    compiled = None
-    if p.pool_type == "max" and ws is not None and not geo.last and not p.global_pool:
-        compiled = _compiled_max_backward(og, ws, dx, geo)
-    elif p.pool_type in ("avg", "sum") and not geo.last:
-        compiled = _compiled_sum_backward(p, og, dx, geo)
+    compiled = _compiled_pooling_backward(p, og, ws, dx, geo)
     if compiled is not None:
         return compiled
     if p.global_pool:
@@ -241,34 +238,25 @@ def pooling_backward(call):
     return run
 
 
-def _compiled_max_backward(og, ws, dx, geo):
-    """The run function of a 1-D or 2-D channel-first max pooling's gradient through the compiled
-    plane loop (:func:`.pool_loops._max_planes_backward`: each dY added at its window's
-    first maximum, the outputs in row-major order), or None where it does not apply
-    (:func:`.conv.as_planes`; the workspace int32 and C-contiguous)."""
-    found = as_planes(og, dx)
-    if (found is None or not isinstance(ws, np.ndarray) or ws.dtype != np.int32
-            or not ws.flags.c_contiguous):
+def _compiled_pooling_backward(p, og, ws, dx, geo):
+    """The run function of a 1-D or 2-D channel-first pooling's gradient through the
+    compiled plane loops (:mod:`.pool_loops`, MXNet's order: max adds each dY at its
+    window's first maximum, read from the int32 workspace ``ws``; avg and sum add dY /
+    count over each window), or None where they do not apply (:func:`.conv.as_planes`, lp
+    and channels-last pooling, global max, avg of the 'full' convention, whose MXNet
+    gradient divides by other counts than its forward)."""
+    found = None if geo.last or p.pool_type == "lp" else as_planes(og, dx)
+    if found is None:
         return None
     og_planes, dx_planes = found
-    return over_planes("max_planes_backward", og_planes, ws.reshape(og_planes.shape),
-                       dx_planes, *plane_geometry(geo))
-
-
-def _compiled_sum_backward(p, og, dx, geo):
-    """The run function of a 1-D or 2-D channel-first sum or avg pooling's gradient through the
-    compiled plane loop (:func:`.pool_loops._sum_planes_backward`: MXNet's order, dY / count
-    over each window), or None where it does not apply (:func:`.conv.as_planes`; avg
-    pooling of the 'full' convention, whose MXNet gradient divides otherwise)."""
+    if p.pool_type == "max":
+        where = None if p.global_pool else workspace_planes(ws, og_planes)
+        return None if where is None else over_planes(
+            "max_planes_backward", og_planes, where, dx_planes, *plane_geometry(geo))
     average = p.pool_type == "avg"
-    found = as_planes(og, dx)
-    if found is None or (average and p.pooling_convention == "full"):
+    if average and p.pooling_convention == "full":
         return None
-    og_planes, dx_planes = found
-    counts = np.ones(og_planes.shape[1:], og.dtype)
-    if average:
-        counts.reshape(og.shape[2:])[...] = avg_divisor(np, p, dx.shape[2:], geo,
-                                                        og.shape[2:])
+    counts = window_counts(p, geo, dx_planes, og_planes, dx.shape, og.shape)
     return over_planes("sum_planes_backward", og_planes, dx_planes, counts,
                        *plane_geometry(geo), average)
 
