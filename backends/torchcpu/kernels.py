@@ -140,6 +140,13 @@ def _pointwise(p, params: list, data: list) -> str | None:
     return "planes" if all(t.is_contiguous() for t in data) else None
 
 
+#: the fewest data channels for which a pointwise convolution's backward over channels-last
+#: data runs as products (:func:`_pointwise_backward`); below, oneDNN's channels-last
+#: backward: MKL's products with 8 columns or fewer stream at a third of their usual speed
+#: (MobileNet v1 0.25's 8 -> 16 layer on 56x56 maps, batch 16: 2.5-2.7 ms against oneDNN's
+#: 0.6-0.8 ms; 12 channels and more the products won, 0.6x; benchmarks/README.md)
+POINTWISE_ROWS_MIN_CHANNELS = 12
+
 #: the fewest data channels for which a strided 1x1 convolution's backward is handed to
 #: oneDNN channels-last (see convolution_backward)
 ONEDNN_LAST_MIN_CHANNELS = 16
@@ -216,7 +223,7 @@ def convolution_backward(call):
     args = _conv_args(p)
     pairs = [(k, o) for k, o in enumerate(outs) if mask[k]]
     how = _pointwise(p, [w, *outs[1:]], [og, x, outs[0]])
-    if how is not None:
+    if how is not None and not (how == "rows" and x.shape[1] < POINTWISE_ROWS_MIN_CHANNELS):
         return _pointwise_backward(og, x, w, outs, mask, how)
 
     # channel-first for strided 1x1 layers on channels-last data of fewer than
