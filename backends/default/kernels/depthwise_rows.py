@@ -6,11 +6,12 @@ it as that (N, H, W, C) array, the weight as (KH, KW, C). One image row of C cha
 one vector of W * C elements, so a kernel offset's contribution to an output row is one
 multiply-add over a span of that row when the stride along W is 1: the weight's C values
 repeated along the span (``lanes``, lane t is channel t % C). Other strides go pixel by
-pixel, C channels at a time. The forward of a 3 x 3 kernel takes its taps together: at
-stride 1 a kernel row's three taps in one pass over the output row, at a larger column
-stride a pixel's nine taps in one pass over its channels (MobileNet v1 0.25's layers,
-batch 16: stride 2 0.54-0.87x, stride 1 0.71-0.94x the time tap by tap; the same sums in
-the same order, so the same numbers bit for bit). Rows run in ``prange`` (numba's
+pixel, C channels at a time, at unsigned offsets into the rows (:func:`_strided_madd`).
+The forward of a 3 x 3 kernel takes its taps together: at stride 1 a kernel row's three
+taps in one pass over the output row, at a larger column stride a pixel's nine taps in one
+pass over its channels (MobileNet v1 0.25's layers, batch 16: stride 2 0.54-0.87x, stride
+1 0.71-0.94x the time tap by tap; the same sums in the same order, so the same numbers bit
+for bit). Rows run in ``prange`` (numba's
 threads), each output row written by one thread only: the data gradient gathers from the
 output rows that read an input row; the weight gradient sums each thread's rows into its
 own lanes, added up at the end in float64.
@@ -47,6 +48,23 @@ def _inside(off, count, width):  # pragma: no cover - numba's
     return max(0, -off), min(count, width - off)
 
 
+def _strided_madd(dst, dst_strided, lead, step, src, off, sw, ow, wd, c):  # pragma: no cover
+    """For the output columns j < ``ow`` whose input column xx = j * sw + off lies in a row
+    of ``wd`` columns: the C values of column xx of ``dst`` += lead[C * step * j + k] *
+    src[C * j + k] (``dst_strided``: the data gradient's row) or column j of ``dst`` +=
+    lead[...] * src[C * xx + k] (the forward's and the weight gradient's), C channels at a
+    time. Unsigned offsets: numba checks signed ones for wrapping below zero, which kept
+    the loop scalar (a per-column slice instead cost 2-5x the time at 16-32 channels)."""
+    cu = np.uint64(c)
+    for j in range(max(0, -(off // sw)), min(ow, (wd - 1 - off) // sw + 1)):
+        xx = np.uint64((j * sw + off) * c)
+        jj = np.uint64(j * c)
+        d0, s0 = (xx, jj) if dst_strided else (jj, xx)
+        l0 = jj if step else np.uint64(0)
+        for k in range(cu):
+            dst[d0 + k] += lead[l0 + k] * src[s0 + k]
+
+
 def _span_madd(dst, lead, step, xf, off, sw, ow, wd, c):  # pragma: no cover - numba's
     """dst[j * C + k] += lead[step * j * C + k] * xf[(j * sw + off) * C + k] for the output
     columns j < ``ow`` whose input column j * sw + off lies in the row of ``wd`` columns
@@ -61,12 +79,7 @@ def _span_madd(dst, lead, step, xf, off, sw, ow, wd, c):  # pragma: no cover - n
             _madd(dst[j0 * c:j0 * c + n], lead[k0:k0 + n],
                   xf[(j0 + off) * c:(j0 + off) * c + n])
     else:
-        fixed = lead[:c]  # step 0: the same C values for every column, sliced once
-        for j in range(ow):
-            xx = j * sw + off
-            if 0 <= xx < wd:
-                _madd(dst[j * c:j * c + c], fixed if step == 0 else lead[j * c:j * c + c],
-                      xf[xx * c:xx * c + c])
+        _strided_madd(dst, 0, lead, step, xf, off, sw, ow, wd, c)
 
 
 def _three_taps(d, l0, l1, l2, x0, x1, x2):  # pragma: no cover - numba's
@@ -107,23 +120,6 @@ def _dw_row(x, w, lanes, b, y, of, sw, pw, dw, a):  # pragma: no cover - numba's
                 _madd(of[p * c:q * c], la[e, p * c:q * c], xf[(p + off) * c:(q + off) * c])
 
 
-def _nine_taps(d, st, l0, l1, l2, l3, l4, l5, l6, l7, l8, x0, x1, x2, x3, x4, x5, x6, x7,
-               x8):  # pragma: no cover - numba's
-    """d[t] = st[t] + l0[t] * x0[t] + ... + l8[t] * x8[t], added in that order."""
-    for t in range(d.size):
-        v = st[t]
-        v += l0[t] * x0[t]
-        v += l1[t] * x1[t]
-        v += l2[t] * x2[t]
-        v += l3[t] * x3[t]
-        v += l4[t] * x4[t]
-        v += l5[t] * x5[t]
-        v += l6[t] * x6[t]
-        v += l7[t] * x7[t]
-        v += l8[t] * x8[t]
-        d[t] = v
-
-
 def _strided_3x3_row(x, lanes, start, b, y, of, sw, pw, dh, dw):  # pragma: no cover
     """of (one output row) of a 3 x 3 kernel at column stride ``sw`` > 1 whose three input
     rows y, y + dh, y + 2 dh all lie in the image: the nine taps of an output pixel in one
@@ -137,14 +133,24 @@ def _strided_3x3_row(x, lanes, start, b, y, of, sw, pw, dh, dw):  # pragma: no c
     o1, o2 = dw * c, 2 * dw * c
     j0 = min((pw + sw - 1) // sw, ow)
     j1 = max(min(ow, (wd - 1 - 2 * dw + pw) // sw + 1), j0)
+    l00, l01, l02 = lanes[0, 0], lanes[0, 1], lanes[0, 2]
+    l10, l11, l12 = lanes[1, 0], lanes[1, 1], lanes[1, 2]
+    l20, l21, l22 = lanes[2, 0], lanes[2, 1], lanes[2, 2]
+    cu, u1, u2 = np.uint64(c), np.uint64(o1), np.uint64(o2)
     for j in range(j0, j1):
-        s = (j * sw - pw) * c
-        _nine_taps(of[j * c:j * c + c], start[:c], lanes[0, 0, :c], lanes[0, 1, :c],
-                   lanes[0, 2, :c], lanes[1, 0, :c], lanes[1, 1, :c], lanes[1, 2, :c],
-                   lanes[2, 0, :c], lanes[2, 1, :c], lanes[2, 2, :c], r0[s:s + c],
-                   r0[s + o1:s + o1 + c], r0[s + o2:s + o2 + c], r1[s:s + c],
-                   r1[s + o1:s + o1 + c], r1[s + o2:s + o2 + c], r2[s:s + c],
-                   r2[s + o1:s + o1 + c], r2[s + o2:s + o2 + c])
+        s, o = np.uint64((j * sw - pw) * c), np.uint64(j * c)
+        for k in range(cu):
+            v = start[k]
+            v += l00[k] * r0[s + k]
+            v += l01[k] * r0[s + u1 + k]
+            v += l02[k] * r0[s + u2 + k]
+            v += l10[k] * r1[s + k]
+            v += l11[k] * r1[s + u1 + k]
+            v += l12[k] * r1[s + u2 + k]
+            v += l20[k] * r2[s + k]
+            v += l21[k] * r2[s + u1 + k]
+            v += l22[k] * r2[s + u2 + k]
+            of[o + k] = v
     for p, q in ((0, j0), (j1, ow)):
         for j in range(p, q):
             of[j * c:j * c + c] = start[:c]
@@ -204,10 +210,7 @@ def _dw_data_gradient(g, w, dx, sh, sw, ph, pw, dh, dw):  # pragma: no cover - n
                     _madd(df[x0 * c:x0 * c + m], gf[(x0 - off) * c:(x0 - off) * c + m],
                           lanes[a, e, :m])
                 else:
-                    for j in range(ow):
-                        xx = j * sw + off
-                        if 0 <= xx < wd:
-                            _madd(df[xx * c:xx * c + c], gf[j * c:j * c + c], w[a, e])
+                    _strided_madd(df, 1, w[a, e], 0, gf, off, sw, ow, wd, c)
 
 
 def _dw_weight_gradient(g, x, dwt, sh, sw, ph, pw, dh, dw, bounds):  # pragma: no cover
@@ -244,7 +247,7 @@ def _dw_weight_gradient(g, x, dwt, sh, sw, ph, pw, dh, dw, bounds):  # pragma: n
 
 #: the loops in definition order (a loop calls the ones before it); the three last run
 #: on numba's threads
-FUNCTIONS = (_dw_lanes, _madd, _inside, _span_madd, _three_taps, _dw_row, _nine_taps,
+FUNCTIONS = (_dw_lanes, _madd, _inside, _strided_madd, _span_madd, _three_taps, _dw_row,
              _strided_3x3_row, _dw_forward, _dw_data_gradient,
              _dw_weight_gradient)
 PARALLEL = ("_dw_forward", "_dw_data_gradient", "_dw_weight_gradient")
