@@ -3,15 +3,19 @@
 oneDNN convolution, timed in alternation in one process.
 
 - ``layers``: one 3x3 stride-1 convolution, forward(is_train=True) + backward, per shape
-  (ResNet-18's at batch 16 and 112x112, and the shapes that set the selection's thresholds);
+  (ResNet-18's at batch 16 and 112x112, and the shapes that set the selection's thresholds),
+  against oneDNN's on channel-first data (a lone layer's storage; inside a network, maps of
+  28x28 and more without the variant are stored channels-last, where oneDNN is faster);
 - ``step``: a whole train step of ResNet-18 v1 (benchmarks/bench_train_cnn.py's) with the
   variant against without it, both binding orders (binding order alone moved one-process
-  A/Bs by up to 4% on this machine).
+  A/Bs by up to 4% on this machine);
+- ``least``: the same step with the variant from 64, 128 or 256 channels, against the
+  strategy's threshold (``select.WINOGRAD_MIN_CHANNELS``).
 
 Ratios are Winograd / oneDNN: the Hodges-Lehmann estimate over the rounds' ratios with its
 95% interval (common.paired_ratio).
 
-Run: OMP_NUM_THREADS=2 python benchmarks/bench_winograd.py [layers,step] [--repeat 15]
+Run: OMP_NUM_THREADS=2 python benchmarks/bench_winograd.py [layers,step,least] [--repeat 15]
 """
 from __future__ import annotations
 
@@ -33,6 +37,10 @@ from graphexec.backends.torchcpu import select  # noqa: E402
 #: (batch, channels in, size, channels out)
 LAYERS = [(16, 64, 28, 64), (16, 128, 14, 128), (16, 256, 7, 256), (16, 512, 4, 512),
           (16, 64, 56, 64), (1, 64, 56, 64), (16, 32, 28, 32), (1, 512, 7, 512)]
+
+
+#: the thresholds (fewest channels in and out) ``least`` times the step with
+LEAST_CHANNELS = (64, 128, 256)
 
 
 @contextmanager
@@ -120,13 +128,37 @@ def step(repeat: int) -> None:
               f"ms, without {without:.1f} ms, ratio {ratio}", flush=True)
 
 
+def least(repeat: int) -> None:
+    """The ResNet-18 step with the variant from each of LEAST_CHANNELS channels, in
+    alternation, against the strategy's own threshold."""
+    sym, shapes, ints = MODELS["resnet18"]()
+    trained = [n for n in sym.list_arguments() if n not in shapes]
+    grads = {n: "write" if n in trained else "null" for n in sym.list_arguments()}
+    default = select.WINOGRAD_MIN_CHANNELS
+    print(f"ResNet-18 v1 train step (batch 16, 112x112), torch strategy, the Winograd variant "
+          f"from C channels / from {default} (the strategy's WINOGRAD_MIN_CHANNELS):")
+    fns = {}
+    for channels in sorted({default, *LEAST_CHANNELS}):
+        with winograd("default"):
+            select.WINOGRAD_MIN_CHANNELS = channels
+            exe = sym.simple_bind(gx.cpu(), grad_req=grads, backend="torch", **shapes)
+        fill(exe, ints, np.random.default_rng(0))
+        fns[channels] = _step(exe)
+    for fn in fns.values():
+        fn()
+    t = alternating_samples(fns, None, {}, repeat)
+    for channels, samples in t.items():
+        print(f"  C={channels:<4d} {statistics.median(samples) * 1e3:7.1f} ms  ratio "
+              f"{paired_ratio(samples, t[default])}", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("parts", nargs="?", default="layers,step")
     ap.add_argument("--repeat", type=int, default=15)
     opts = ap.parse_args()
     for part in opts.parts.split(","):
-        {"layers": layers, "step": step}[part](opts.repeat)
+        {"layers": layers, "step": step, "least": least}[part](opts.repeat)
 
 
 if __name__ == "__main__":

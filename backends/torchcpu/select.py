@@ -87,9 +87,12 @@ NATIVE_DEPTHWISE_MAX_POSITIONS = 64
 NATIVE_DEPTHWISE_ANY_SIZE_CAPABILITIES = frozenset({"AVX2"})
 #: the fewest input and output channels, and 2x2 output tiles in the batch, for which the
 #: Winograd variant beat oneDNN's convolution, forward and backward, on every layer shape
-#: measured (benchmarks/bench_winograd.py: ResNet's 64-512 channel layers 0.64-0.89x; 8-32
-#: channels, or 16 tiles of 512 channels, 1.3-1.9x)
-WINOGRAD_MIN_CHANNELS, WINOGRAD_MIN_TILES = 64, 64
+#: measured (benchmarks/bench_winograd.py: ResNet's 128-512 channel layers 0.53-0.89x; 8-32
+#: channels, or 16 tiles of 512 channels, 1.3-1.9x). 64 channels lost to oneDNN's
+#: channels-last convolutions, which those layers' maps (28x28 and more) get without the
+#: variant: an AMD EPYC (Zen 3), 64 channels at 28x28, forward 1.9x, backward 1.2x; ResNet-18
+#: v1's step from 128 channels 0.90-0.98x its time from 64 (``bench_winograd.py least``)
+WINOGRAD_MIN_CHANNELS, WINOGRAD_MIN_TILES = 128, 64
 #: the vector extensions of PyTorch's CPU kernels (``torch.backends.cpu.get_cpu_capability``)
 #: where the Winograd variant beat oneDNN's direct convolution: AVX2 (AMD machines, ResNet-18's
 #: step 0.85x). With AVX-512 oneDNN's own kernels won (a Xeon: ResNet-18's layers 1.08-1.27x,
