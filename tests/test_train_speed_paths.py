@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -230,6 +233,35 @@ def test_variant_lookup_never_falls_back_to_the_plain_kernel():
         reg.lookup("relu", "cpu", "torch")
     reg.register("relu", lambda call: None, device="cpu", variant="torch", inplace=True)
     assert reg.inplace_ok("relu", "cpu", "torch") and not reg.inplace_ok("relu", "cpu")
+
+
+def test_pytorch_and_numba_share_one_openmp_runtime():
+    """Loaded by the strategy (numba's OpenMP pool first), PyTorch takes the libgomp numba's
+    pool loaded instead of its own copy: one OpenMP runtime, one thread pool, in the
+    process (Linux, where /proc/self/maps lists the mapped libraries)."""
+    _needs_torch()
+    pytest.importorskip("numba")
+    if not Path("/proc/self/maps").exists():
+        pytest.skip("no /proc/self/maps to list the loaded libraries")
+    script = (
+        "import numpy as np\n"
+        "from graphexec.backends.torchcpu.kernels import load_torch\n"
+        "torch = load_torch()\n"
+        "torch.relu_(torch.zeros(4096))\n"
+        "import numba\n"
+        "@numba.njit(parallel=True)\n"
+        "def f(a):\n"
+        "    for i in numba.prange(a.size):\n"
+        "        a[i] += 1\n"
+        "f(np.zeros(4096))\n"
+        "print(numba.threading_layer())\n"
+        "print(sorted({l.split()[-1] for l in open('/proc/self/maps') if 'libgomp' in l}))\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         check=True, env={**os.environ, "OMP_NUM_THREADS": "2"}).stdout
+    layer, libs = out.splitlines()[-2:]
+    if layer != "omp":
+        pytest.skip(f"numba runs its {layer} threading layer here, not OpenMP")
+    assert len(eval(libs)) == 1, libs
 
 
 def test_without_torch_the_strategy_says_so(monkeypatch):
