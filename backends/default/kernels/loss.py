@@ -74,10 +74,14 @@ def softmax_output_backward(call):
             _finish(xp, p, grad, out3, p.grad_scale)
             commit()
         return soft
-    subtract_target = _one_hot_subtract(xp, p, label, grad)
     ignore = int(p.ignore_label)
     fixed = p.normalization != "valid"   # 'valid' counts the labels of each call
     scale = p.grad_scale / _softmax_norm(xp, p, label, positions, ignore) if fixed else None
+    smooth = p.smooth_alpha if not p.multi_output and classes > 1 else 0.0
+    if not smooth and not p.out_grad:
+        return _scaled_minus_one_hot(xp, p, label, out3, grad, commit, scale, positions,
+                                     ignore)
+    subtract_target = _one_hot_subtract(xp, p, label, grad)
 
     def run():
         lab = subtract_target(out3)
@@ -85,6 +89,39 @@ def softmax_output_backward(call):
             xp.multiply(grad, (lab != ignore).reshape(rows, 1, positions), out=grad)
         _finish(xp, p, grad, out3, scale if fixed else
                 p.grad_scale / _softmax_norm(xp, p, label, positions, ignore))
+        commit()
+    return run
+
+
+def _scaled_minus_one_hot(xp, p, label, out3, grad, commit, scale, positions: int,
+                          ignore: int):
+    """``f()``: grad = (out - one_hot(label)) * scale without a dense one-hot target: one
+    pass writes out * scale (out - 0 times scale, the same rounding), then each row's hot
+    element (out - 1) * scale; rows labelled ignore_label zeroed with use_ignore. The
+    LSTM LM's 1120 x 10000 gradient: one pass over the output where the target's comparison,
+    subtraction and scaling took three (SoftmaxOutput without smoothing or out_grad)."""
+    rows, classes, _ = grad.shape
+    labels = label.reshape(-1)[:rows * positions]
+    lab = xp.empty(labels.shape, np.int64)
+    lab2 = lab.reshape(rows, positions)
+    row_ids = xp.arange(rows).reshape(rows, 1)
+    pos_ids = xp.arange(positions).reshape(1, positions)
+
+    def run():
+        xp.copyto(lab, labels, casting="unsafe")   # truncation, as MXNet's int cast
+        s = grad.dtype.type(scale if scale is not None else
+                            p.grad_scale / _softmax_norm(xp, p, label, positions, ignore))
+        if s == 1:
+            xp.copyto(grad, out3)
+        else:
+            xp.multiply(out3, s, out=grad)
+        hot = (lab2 >= 0) & (lab2 < classes)   # out-of-range labels have no hot class
+        r, q = xp.broadcast_to(row_ids, hot.shape)[hot], xp.broadcast_to(pos_ids, hot.shape)[hot]
+        c = lab2[hot]
+        picked = out3[r, c, q] - grad.dtype.type(1)
+        grad[r, c, q] = picked if s == 1 else picked * s
+        if p.use_ignore:
+            xp.multiply(grad, (lab2 != ignore).reshape(rows, 1, positions), out=grad)
         commit()
     return run
 
