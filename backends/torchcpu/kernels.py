@@ -20,6 +20,7 @@ from __future__ import annotations
 import ctypes
 import math
 import os
+import sys
 import warnings
 from functools import lru_cache
 
@@ -75,8 +76,11 @@ def _share_openmp_runtime() -> None:
     kernels ran on two thread pools, each spinning on the cores while the other worked (the
     native BatchNorm, Winograd and depthwise loops beside PyTorch's operators): one shared
     runtime made MobileNet v1 0.25's step 0.955x and ResNet-18 v1's 0.966x the time
-    (benchmarks/README.md). PyTorch needs only OpenMP 1.0 and GOMP 4.0 of it. Nothing
-    happens without numba, or when PyTorch was imported first."""
+    (benchmarks/README.md). PyTorch needs only OpenMP 1.0 and GOMP 4.0 of it. Linux only
+    (where this was checked: elsewhere the runtimes are others); nothing happens without
+    numba, or when PyTorch was imported first."""
+    if not sys.platform.startswith("linux"):
+        return
     try:
         import numba.np.ufunc.omppool  # noqa: F401 - loaded for its side effect
     except ImportError:  # no numba, or no OpenMP runtime beside it: nothing to share
