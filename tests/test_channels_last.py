@@ -18,7 +18,7 @@ from classifier_steps import bind_classifier
 from graphexec.backends.torchcpu.select import (DENSE_CHANNELS_LAST_MIN_POSITIONS,
                                                 LAYOUT_CONVERTERS, NATIVE_DEPTHWISE_MAX_POSITIONS)
 from graphexec.core.runtime.kernels import KERNEL_ATTR
-from graphexec.core.runtime.layout import LAYOUT_ATTR
+from graphexec.core.runtime.layout import LAYOUT_ATTR, SHAPE_ONLY_OPS
 
 S = gx.sym
 
@@ -217,13 +217,14 @@ def _residual_net(extra_output: bool = False):
 
 
 def _layouts_seen(plan) -> dict[str, set]:
-    """For each node that is not a LAYOUT_CONVERTER: whether its 4-D entries are stored
-    channels-last (one set of booleans per node)."""
+    """For each node that is not a LAYOUT_CONVERTER nor reads only its input's shape
+    (SHAPE_ONLY_OPS): whether its 4-D entries are stored channels-last (one set of booleans
+    per node)."""
     ig = plan.graph.indexed
     shapes = plan.graph.attrs["shape"]
     seen = {}
     for nid, node in enumerate(ig.nodes):
-        if node.op is None or node.op.name in LAYOUT_CONVERTERS:
+        if node.op is None or node.op.name in LAYOUT_CONVERTERS | SHAPE_ONLY_OPS:
             continue
         entries = [*ig.node_inputs[nid], *range(ig.row_ptr[nid], ig.row_ptr[nid + 1])]
         seen[node.name] = {e in plan.channels_last for e in entries
@@ -270,6 +271,32 @@ def test_strided_pointwise_layers_of_few_channels_at_a_layout_edge():
         exe.forward(is_train=True)
         exe.backward()
     assert all(np.isfinite(g).all() for g in exe.grad_dict.values() if g is not None)
+
+
+def test_max_pooling_in_a_group_runs_the_native_rows_loops(monkeypatch):
+    """Where numba is installed the strategy leaves max pooling to the native kernels: in a
+    channels-last group the compiled rows loops take it, its workspace stored channels-last
+    too (the gradient pass's zeros_like reads only its shape), and the step is the native
+    strategy's."""
+    _needs_torch_and_numba()
+    from graphexec.backends.default.kernels import conv
+    from graphexec.backends.torchcpu.select import NATIVE_MAX_POOLING
+    calls = []
+    real = conv._compiled_max_rows
+    monkeypatch.setattr(conv, "_compiled_max_rows",
+                        lambda *a: calls.append(real(*a)) or calls[-1])
+    sym = _residual_net()
+    want, got = _step(sym, "NONE", shape=(3, 2, 32, 32)), _step(sym, "torch",
+                                                                shape=(3, 2, 32, 32))
+    plan = got._plan
+    ig = plan.graph.indexed
+    pool = next(i for i, n in enumerate(ig.nodes) if n.name == "pool")
+    assert ig.nodes[pool].attrs.get(KERNEL_ATTR) is None
+    assert NATIVE_MAX_POOLING in {d.reason for d in got.partition_plan.nodes.values()}
+    data, out, ws = ig.node_inputs[pool][0], ig.row_ptr[pool], ig.row_ptr[pool] + 1
+    assert {data, out, ws} <= plan.channels_last
+    assert calls and all(run is not None for run in calls)
+    _matches_native(got, want)
 
 
 def test_a_group_touching_a_graph_output_stays_channel_first():

@@ -7,7 +7,8 @@ padding, strides 1 to 3, whole-map and global pooling; max pooling in training a
 gradient, each dY added at its window's first maximum in row-major output order, ties and
 NaN included; the avg and sum gradients, dY / count over each window in the same order),
 and the same numbers as the numpy passes they replace (max exactly, sums
-and gradients within rounding), the planes split across threads too."""
+and gradients within rounding), the planes split across threads too; max pooling over
+channels-last data (the rows loops) against the same MXNet records."""
 from __future__ import annotations
 
 import ast
@@ -162,3 +163,51 @@ def test_channels_last_float16_and_lp_keep_the_numpy_passes(monkeypatch):
     gx.nd.Pooling(gx.nd.array(x.transpose(0, 3, 1, 2)), kernel=(3, 3), pool_type="lp",
                   p_value=2)
     assert taken == [None, None, None]
+
+
+def _channels_last(a: np.ndarray) -> np.ndarray:
+    """``a`` (N, C, H, W) as an (N, C, H, W) array stored N x H x W x C."""
+    return np.ascontiguousarray(a.transpose(0, 2, 3, 1)).transpose(0, 3, 1, 2)
+
+
+def _rows_args(name: str, shape: tuple):
+    """The Pooling node's parameters and geometry for the recorded case ``name``."""
+    from graphexec.core.ops.conv import pool_geometry
+    exe = S.Pooling(S.Variable("x"), **_attrs(name)).simple_bind(gx.cpu(), grad_req="null",
+                                                                  x=shape)
+    p = next(n for n in exe._plan.graph.indexed.nodes if n.op is not None).params
+    return p, pool_geometry(p, shape)[0]
+
+
+MAX_2D = [n for n in CASES if n.startswith("max_") and "1d" not in n and "global" not in n]
+MAX_2D_GRADIENTS = [n for n in GRADIENTS if n.startswith("grad_max_") and "1d" not in n]
+
+
+@pytest.mark.parametrize("name", MAX_2D)
+def test_max_pooling_over_channels_last_data_matches_mxnet_bit_for_bit(name):
+    """The rows loop (each output pixel's channels at once) over data stored channels-last
+    gives MXNet's maxima, NaN, infinities and the lowest value included."""
+    x, want = DATA[f"{name}/in"], DATA[f"{name}/out"]
+    p, geo = _rows_args(name, x.shape)
+    out = _channels_last(np.empty(want.shape, want.dtype))
+    run = conv._compiled_max_rows(p, _channels_last(x), out, None, geo)
+    assert run is not None
+    run()
+    np.testing.assert_array_equal(out, want, strict=True)
+
+
+@pytest.mark.parametrize("name", MAX_2D_GRADIENTS)
+def test_max_pooling_gradient_over_channels_last_data_matches_mxnet_bit_for_bit(name):
+    """The rows loops in training: the workspace's first maxima (written channels-last) and
+    the gradient adding each dY there, as MXNet."""
+    x, og, want = DATA[f"{name}/in"], DATA[f"{name}/og"], DATA[f"{name}/out"]
+    p, geo = _rows_args(name, x.shape)
+    out = _channels_last(np.empty(want.shape, want.dtype))
+    ws = _channels_last(np.empty(want.shape, np.int32))
+    conv._compiled_max_rows(p, _channels_last(x), out, ws, geo)()
+    np.testing.assert_array_equal(out, want, strict=True)
+    dx = _channels_last(np.empty(x.shape, x.dtype))
+    run = conv_grad._compiled_max_rows_backward(p, og, ws, dx, geo)
+    assert run is not None
+    run()
+    np.testing.assert_array_equal(dx, DATA[f"{name}/grad"], strict=True)

@@ -71,6 +71,7 @@ def test_train_steps_match_mxnet(case, backend):
 
 def test_which_nodes_run_torch_kernels():
     _needs_torch()
+    from graphexec.backends.torchcpu import select
     exe = _run("mobilenet_like", "torch")
     marked = _marked(exe)
     ops = set(marked.values())
@@ -85,8 +86,14 @@ def test_which_nodes_run_torch_kernels():
     assert {"Activation", "_backward_Activation"} <= ops
     reasons = {d.reason for d in exe.partition_plan.nodes.values()}
     assert any("numba's threads" in r for r in reasons) == has_numba
-    # 'full' max pooling whose output size PyTorch's ceil_mode gives, its backward with it
-    assert {"pool_full", "pool_full_backward"} <= set(marked)
+    # max pooling: the native compiled loops where numba is installed (MXNet's maxima and
+    # first maxima, tests/test_pooling_nan.py), else PyTorch's ('full' whose output size
+    # PyTorch's ceil_mode gives), its backward with it
+    if has_numba:
+        assert not {"pool_full", "pool_full_backward"} & set(marked)
+        assert select.NATIVE_MAX_POOLING in reasons
+    else:
+        assert {"pool_full", "pool_full_backward"} <= set(marked)
     # global pooling stays native, and so does its backward
     assert "gpool" not in marked and "gpool_backward" not in marked
     # SoftmaxOutput's forward runs ATen's softmax, its backward stays native
@@ -319,10 +326,11 @@ EDGE_CASES = {
 def test_variant_matches_native_on_edge_cases(case, monkeypatch):
     """The native kernels are checked against MXNet per op (tests/opcases, refcases); here the
     variant against them, forward, every gradient and the moving statistics (PyTorch's
-    BatchNorm too: the strategy's choice where numba is missing)."""
+    BatchNorm and max pooling too: the strategy's choice where numba is missing)."""
     _needs_torch()
     from graphexec.backends.torchcpu import select
     monkeypatch.setattr(select, "_openmp_batch_norm", lambda: False)
+    monkeypatch.setattr(select, "_native_max_pooling", lambda: False)
     sym, shape = EDGE_CASES[case]
     results = []
     for backend in ("NONE", "torch"):

@@ -11,8 +11,9 @@ plugin: PyTorch is not a dependency of graphexec (``pip install torch``, the CPU
 No region is cut: after the gradient pass the supported nodes and their backward nodes are
 marked to run the ``torch`` kernel variants (:mod:`.select`, :mod:`.kernels`); BatchNorm,
 where numba is installed, the native kernels' ``openmp`` variant instead (their compiled
-loops on numba's threads, faster than PyTorch's NCHW BatchNorm), and 3x3 stride-1
-convolutions of 64 channels and more the native Winograd variant with PyTorch's products
+loops on numba's threads, faster than PyTorch's NCHW BatchNorm), 2-D max pooling the
+native kernels (their compiled loops: MXNet's maxima and gradient), and 3x3 stride-1
+convolutions of 128 channels and more the native Winograd variant with PyTorch's products
 (registered as the batched product ``torch``); the rest runs natively.
 PyTorch's threads follow OMP_NUM_THREADS (``torch.set_num_threads`` changes them).
 """

@@ -59,7 +59,14 @@ CHANNELS_LAST_OPS = {NAME: {"Convolution", "_backward_Convolution", "Activation"
                             "_backward_Activation", "Pooling", "_backward_Pooling"},
                      OPENMP: {"BatchNorm", "_backward_BatchNorm", "Convolution",
                               "_backward_Convolution"},
-                     None: {"elemwise_add", "add_n"}}
+                     None: {"elemwise_add", "add_n", "Pooling", "_backward_Pooling"}}
+#: why a 2-D max pooling stays native where numba is installed: the compiled loops (channel
+#: planes, or channels-last rows in the strategy's groups) give MXNet's maxima and gradient
+#: (NaN never taken; a border window of padding and the lowest value sends its gradient
+#: nowhere, where PyTorch's kernel sends it to its first element), as fast as PyTorch's
+#: (ResNet-18 v1's step 1.001x, 0.96-1.04; benchmarks/README.md)
+NATIVE_MAX_POOLING = ("max pooling runs the native compiled loops (channel planes or "
+                      "channels-last rows; MXNet's maxima: NaN never taken)")
 #: the nodes that take and give either layout at the same cost (oneDNN reorders a
 #: convolution's data at every call anyway; PyTorch's pooling picks its kernel by layout),
 #: so a layout may change across them
@@ -121,6 +128,8 @@ def _pooling(node, shapes) -> str | None:
     data = shapes[0]
     if p.global_pool or len(data) != 4 or channel_last(p.layout):
         return "not 2-D channel-first pooling with a kernel"
+    if p.pool_type == "max" and _native_max_pooling():
+        return NATIVE_MAX_POOLING
     if p.pool_type not in ("max", "avg"):
         return f"pool_type {p.pool_type}"
     geo, out_sp = pool_geometry(p, data)
@@ -290,6 +299,10 @@ def _native_depthwise(p, in_shapes: list) -> bool:
 def _capability() -> str:
     """The vector extension of PyTorch's CPU kernels ("AVX2", "AVX512", ...)."""
     return load_torch().backends.cpu.get_cpu_capability()
+
+
+def _native_max_pooling() -> bool:
+    return importlib.util.find_spec("numba") is not None
 
 
 def _openmp_batch_norm() -> bool:

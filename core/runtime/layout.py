@@ -5,7 +5,9 @@ take 4-D arrays with any strides, read and write (PyTorch's operators, numpy's u
 ``out=``). An entry is then *stored* channels-last, N x H x W x C in memory, when the node
 producing it and every node reading it carry the attribute, it is 4-D, and it is neither a
 graph output nor an array the executor was given (arguments, gradients, auxiliary states):
-its array is still an (N, C, H, W) array, a transposed view of its storage, so every kernel
+nodes that read only its shape (:data:`SHAPE_ONLY_OPS`, the gradient pass's zeros for a hidden
+output) do not count as readers that keep it channel-first; its array is still an (N, C, H,
+W) array, a transposed view of its storage, so every kernel
 and every monitor sees the same numbers; only the strides differ. oneDNN runs channels-last
 convolutions without reordering the data to its blocked layout and back, which its
 channel-first calls do each time (benchmarks/README.md, issue 21).
@@ -27,8 +29,17 @@ __all__ = ["LAYOUT_ATTR", "CHANNELS_LAST", "channels_last_entries", "inplace_all
 LAYOUT_ATTR, CHANNELS_LAST = "__layout__", "channels_last"
 
 
+#: ops that read only their input's shape and dtype, never its elements: their reading
+#: an entry does not keep it channel-first (the gradient pass's zeros for a hidden output)
+SHAPE_ONLY_OPS = frozenset({"zeros_like", "ones_like"})
+
+
 def _asks(node) -> bool:
     return node.op is not None and node.attrs.get(LAYOUT_ATTR) == CHANNELS_LAST
+
+
+def _indifferent(node) -> bool:
+    return _asks(node) or (node.op is not None and node.op.name in SHAPE_ONLY_OPS)
 
 
 def channels_last_entries(graph: Graph, external: set | frozenset) -> frozenset:
@@ -50,7 +61,8 @@ def channels_last_entries(graph: Graph, external: set | frozenset) -> frozenset:
             if (e in external or e in outputs or shape is None or len(shape) != 4
                     or not readers[e]):
                 continue
-            if all(_asks(ig.nodes[r]) for r in readers[e]):
+            if (all(_indifferent(ig.nodes[r]) for r in readers[e])
+                    and any(_asks(ig.nodes[r]) for r in readers[e])):
                 chosen.add(e)
     return frozenset(chosen)
 

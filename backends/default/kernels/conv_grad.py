@@ -20,9 +20,9 @@ from graphexec.core.ops.common import lowest
 from graphexec.core.ops.conv import conv_geometry, deconv_adjustments, deconv_pads, pool_geometry
 
 from .base import OPENMP, kernel, kernel_variant, sequence
-from .conv import (Scratch, as_planes, avg_divisor, channel_first_view, first_maximum,
-                   offset_slices, over_planes, pad_into, padded_shape, plane_geometry,
-                   window_counts, workspace_planes)
+from .conv import (Scratch, as_planes, as_rows, avg_divisor, channel_first_view,
+                   first_maximum, offset_slices, over_planes, pad_into, padded_shape,
+                   plane_geometry, rows_workspace, window_counts, workspace_planes)
 from .conv_fast import is_depthwise, rows_depthwise_backward_runner
 from .nn import matmul_into, reshaper, work_dtype
 from .nn_grad import nothing, sum_into, target
@@ -247,7 +247,7 @@ def _compiled_pooling_backward(p, og, ws, dx, geo):
     gradient divides by other counts than its forward)."""
     found = None if geo.last or p.pool_type == "lp" else as_planes(og, dx)
     if found is None:
-        return None
+        return _compiled_max_rows_backward(p, og, ws, dx, geo)
     og_planes, dx_planes = found
     if p.pool_type == "max":
         where = None if p.global_pool else workspace_planes(ws, og_planes)
@@ -259,6 +259,21 @@ def _compiled_pooling_backward(p, og, ws, dx, geo):
     counts = window_counts(p, geo, dx_planes, og_planes, dx.shape, og.shape)
     return over_planes("sum_planes_backward", og_planes, dx_planes, counts,
                        *plane_geometry(geo), average)
+
+
+def _compiled_max_rows_backward(p, og, ws, dx, geo):
+    """The run function of a 2-D max pooling's gradient over channels-last data through the
+    compiled rows loop (:func:`.pool_loops._max_rows_backward`), or None where it does not
+    apply (:func:`.conv.as_rows`, a workspace it cannot read)."""
+    found = None if (p.pool_type != "max" or p.global_pool or geo.last or ws is None
+                     or len(geo.kernel) != 2) else as_rows(dx, og)
+    if found is None:
+        return None
+    dx_rows, og_rows = found
+    where = rows_workspace(ws, og_rows)
+    if where is None:
+        return None
+    return over_planes("max_rows_backward", og_rows, where, dx_rows, *plane_geometry(geo))
 
 
 def _pool_scratch(p, geo, og, x, dx, ws, overlap: bool) -> dict:

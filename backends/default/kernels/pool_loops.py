@@ -19,7 +19,10 @@ channel-first data, a range of them per call so that the host's threads can shar
   MXNet's own CPU pooling, which takes float64 and the 'full' convention): MXNet's numbers
   bit for bit, where numpy's axis passes differed in the last bit;
 - the gradient of sum and avg (:func:`_sum_planes_backward`): each dY (avg: divided by its
-  window's count) added over its window, outputs and windows in row-major order, as MXNet.
+  window's count) added over its window, outputs and windows in row-major order, as MXNet;
+- max over channels-last data (:func:`_max_rows`, :func:`_max_rows_backward`): images
+  rather than planes, each output pixel's channels at once, the same maxima, offsets and
+  gradient sums as the plane loops.
 """
 from __future__ import annotations
 
@@ -336,9 +339,70 @@ def _sum_planes_flat(x, out, kh, kw, ph, pw, counts, average, p0, p1):  # pragma
                         row[i] = arow[i]
 
 
+def _max_rows(x, out, ws, track, kh, kw, sh, sw, ph, pw, lowest, n0,
+              n1):  # pragma: no cover - numba's
+    """Max pooling of images [n0, n1) of channels-last data: ``x`` (N, H, W, C) and
+    ``out`` (N, OH, OW, C) as views of N x H x W x C memory, each output pixel's C channels
+    at once over its window in row-major order, an element taken only when greater (the
+    first maximum, NaN never: :func:`_max_planes`'s maxima); with ``track``, ``ws`` (N, OH,
+    OW, C) int32 receiving each window's first maximum's kernel offset (ky * kw + kx; 0
+    where no element is above the lowest value), as :func:`_max_planes_tracked`."""
+    h, w, c = x.shape[1], x.shape[2], x.shape[3]
+    oh, ow = out.shape[1], out.shape[2]
+    for n in range(n0, n1):
+        for oy in range(oh):
+            for ox in range(ow):
+                best, where = out[n, oy, ox], ws[n, oy, ox]
+                best[:] = lowest
+                if track:
+                    where[:] = 0
+                for ky in range(kh):
+                    y = oy * sh - ph + ky
+                    if y < 0 or y >= h:
+                        continue
+                    for kx in range(kw):
+                        col = ox * sw - pw + kx
+                        if col < 0 or col >= w:
+                            continue
+                        src = x[n, y, col]
+                        if track:
+                            k = np.int32(ky * kw + kx)
+                            for ch in range(c):
+                                v, m = src[ch], best[ch]
+                                take = v > m
+                                best[ch] = v if take else m
+                                where[ch] = k if take else where[ch]
+                        else:
+                            for ch in range(c):
+                                v, m = src[ch], best[ch]
+                                best[ch] = v if v > m else m
+
+
+def _max_rows_backward(og, ws, dx, kh, kw, sh, sw, ph, pw, n0,
+                       n1):  # pragma: no cover - numba's
+    """The gradient of :func:`_max_rows` for images [n0, n1) of channels-last data: ``dx``
+    (N, H, W, C) zeroed, then each output's dY added at its window's first maximum (``ws``;
+    one in the padding is dropped), the outputs in row-major order (each element's sum in
+    :func:`_max_planes_backward`'s order)."""
+    h, w, c = dx.shape[1], dx.shape[2], dx.shape[3]
+    oh, ow = og.shape[1], og.shape[2]
+    for n in range(n0, n1):
+        dx[n] = 0
+        for oy in range(oh):
+            for ox in range(ow):
+                g, where = og[n, oy, ox], ws[n, oy, ox]
+                for ch in range(c):
+                    k = where[ch]
+                    y = oy * sh - ph + k // kw
+                    col = ox * sw - pw + k % kw
+                    if 0 <= y < h and 0 <= col < w:
+                        dx[n, y, col, ch] += g[ch]
+
+
 FUNCTIONS = (_column_range, _max_columns, _first_columns, _max_planes, _max_planes_tracked,
-             _max_planes_backward, _sum_planes_backward, _sum_planes_flat, _sum_planes)
+             _max_planes_backward, _sum_planes_backward, _sum_planes_flat, _sum_planes,
+             _max_rows, _max_rows_backward)
 LOOPS = ("_max_planes", "_max_planes_tracked", "_max_planes_backward", "_sum_planes",
-         "_sum_planes_backward")
+         "_sum_planes_backward", "_max_rows", "_max_rows_backward")
 #: inlined into the loops
 INLINE = ("_column_range", "_max_columns", "_first_columns")
