@@ -640,16 +640,24 @@ def _compiled_max_rows(p, x, out, ws, geo):
     apply. ResNet-18 v1's first max pooling in the ``torch`` strategy's train step (batch
     16, 64 channels at 56x56): 5.9 ms forward and 5.3 ms backward against PyTorch's 6.1 and
     5.4 (benchmarks/README.md)."""
-    found = None if (p.pool_type != "max" or p.global_pool or geo.last
-                     or len(geo.kernel) != 2) else as_rows(x, out)
+    found = max_rows_views(p, geo, x, out, ws)
     if found is None:
         return None
-    rows, out_rows = found
-    where = rows_workspace(ws, out_rows)
-    if where is None:
+    return over_planes("max_rows", *found, ws is not None, *plane_geometry(geo),
+                       lowest(x.dtype))
+
+
+def max_rows_views(p, geo, data, pooled, ws):
+    """(data, pooled, workspace) as the max rows loops' (N, H, W, C) views, for a 2-D max
+    pooling (not global, channel-first ``layout``) whose ``data`` (or data gradient) are
+    stored channels-last (:func:`as_rows`, :func:`rows_workspace`); None where the loops do
+    not apply."""
+    found = None if (p.pool_type != "max" or p.global_pool or geo.last
+                     or len(geo.kernel) != 2) else as_rows(data, pooled)
+    if found is None:
         return None
-    return over_planes("max_rows", rows, out_rows, where, ws is not None,
-                       *plane_geometry(geo), lowest(x.dtype))
+    where = rows_workspace(ws, found[1])
+    return None if where is None else (*found, where)
 
 
 def _window_reduction(xp, geo, out_sp: tuple):

@@ -20,9 +20,9 @@ from graphexec.core.ops.common import lowest
 from graphexec.core.ops.conv import conv_geometry, deconv_adjustments, deconv_pads, pool_geometry
 
 from .base import OPENMP, kernel, kernel_variant, sequence
-from .conv import (Scratch, as_planes, as_rows, avg_divisor, channel_first_view,
-                   first_maximum, offset_slices, over_planes, pad_into, padded_shape,
-                   plane_geometry, rows_workspace, window_counts, workspace_planes)
+from .conv import (Scratch, as_planes, avg_divisor, channel_first_view, first_maximum,
+                   max_rows_views, offset_slices, over_planes, pad_into, padded_shape,
+                   plane_geometry, window_counts, workspace_planes)
 from .conv_fast import is_depthwise, rows_depthwise_backward_runner
 from .nn import matmul_into, reshaper, work_dtype
 from .nn_grad import nothing, sum_into, target
@@ -264,15 +264,11 @@ def _compiled_pooling_backward(p, og, ws, dx, geo):
 def _compiled_max_rows_backward(p, og, ws, dx, geo):
     """The run function of a 2-D max pooling's gradient over channels-last data through the
     compiled rows loop (:func:`.pool_loops._max_rows_backward`), or None where it does not
-    apply (:func:`.conv.as_rows`, a workspace it cannot read)."""
-    found = None if (p.pool_type != "max" or p.global_pool or geo.last or ws is None
-                     or len(geo.kernel) != 2) else as_rows(dx, og)
+    apply (:func:`.conv.max_rows_views`)."""
+    found = None if ws is None else max_rows_views(p, geo, dx, og, ws)
     if found is None:
         return None
-    dx_rows, og_rows = found
-    where = rows_workspace(ws, og_rows)
-    if where is None:
-        return None
+    dx_rows, og_rows, where = found
     return over_planes("max_rows_backward", og_rows, where, dx_rows, *plane_geometry(geo))
 
 
