@@ -301,8 +301,12 @@ def _capability() -> str:
     return load_torch().backends.cpu.get_cpu_capability()
 
 
-def _native_max_pooling() -> bool:
+def _numba_installed() -> bool:
     return importlib.util.find_spec("numba") is not None
+
+
+def _native_max_pooling() -> bool:
+    return _numba_installed()
 
 
 def _openmp_batch_norm() -> bool:
@@ -312,7 +316,7 @@ def _openmp_batch_norm() -> bool:
 def _native_variant(variant: str, op_name: str) -> bool:
     """Whether numba is installed and the default backend registered ``variant`` for
     ``op_name`` and its backward."""
-    if importlib.util.find_spec("numba") is None:
+    if not _numba_installed():
         return False
     try:
         kernel_registry().lookup(op_name, "cpu", variant)

@@ -565,8 +565,9 @@ def _onednn_average(p, shape: tuple, geo, dtype) -> bool:
 
 def over_planes(name: str, planes, *args):
     """``f()`` running the compiled pooling loop ``name`` over ``planes`` (its first
-    argument; the planes range last), the planes split across the host's threads from
-    MIN_POOL_PART elements a part; None without numba."""
+    argument: the planes, or the images of the channels-last rows loops; their range last),
+    split along that first axis across the host's threads from MIN_POOL_PART elements a
+    part; None without numba."""
     loop = compiled_for(name, planes, *args, 0, 1)
     if loop is None:
         return None

@@ -93,6 +93,14 @@ def softmax_output_backward(call):
     return run
 
 
+def _int_labels(xp, label, count: int):
+    """(lab, read): an int64 array of the first ``count`` labels and a function filling it
+    from ``label``, truncating as MXNet's int cast does."""
+    labels = label.reshape(-1)[:count]
+    lab = xp.empty(labels.shape, np.int64)
+    return lab, lambda: xp.copyto(lab, labels, casting="unsafe")
+
+
 def _scaled_minus_one_hot(xp, p, label, out3, grad, commit, scale, positions: int,
                           ignore: int):
     """``f()``: grad = (out - one_hot(label)) * scale without a dense one-hot target: one
@@ -101,23 +109,19 @@ def _scaled_minus_one_hot(xp, p, label, out3, grad, commit, scale, positions: in
     LSTM LM's 1120 x 10000 gradient: one pass over the output where the target's comparison,
     subtraction and scaling took three (SoftmaxOutput without smoothing or out_grad)."""
     rows, classes, _ = grad.shape
-    labels = label.reshape(-1)[:rows * positions]
-    lab = xp.empty(labels.shape, np.int64)
+    lab, read_labels = _int_labels(xp, label, rows * positions)
     lab2 = lab.reshape(rows, positions)
-    row_ids = xp.arange(rows).reshape(rows, 1)
-    pos_ids = xp.arange(positions).reshape(1, positions)
 
     def run():
-        xp.copyto(lab, labels, casting="unsafe")   # truncation, as MXNet's int cast
+        read_labels()
         s = grad.dtype.type(scale if scale is not None else
                             p.grad_scale / _softmax_norm(xp, p, label, positions, ignore))
         if s == 1:
             xp.copyto(grad, out3)
         else:
             xp.multiply(out3, s, out=grad)
-        hot = (lab2 >= 0) & (lab2 < classes)   # out-of-range labels have no hot class
-        r, q = xp.broadcast_to(row_ids, hot.shape)[hot], xp.broadcast_to(pos_ids, hot.shape)[hot]
-        c = lab2[hot]
+        r, q = xp.nonzero((lab2 >= 0) & (lab2 < classes))  # out of range: no hot class
+        c = lab2[r, q]
         picked = out3[r, c, q] - grad.dtype.type(1)
         grad[r, c, q] = picked if s == 1 else picked * s
         if p.use_ignore:
@@ -136,14 +140,13 @@ def _one_hot_subtract(xp, p, label, grad):
     smooth = p.smooth_alpha if not p.multi_output and classes > 1 else 0.0
     off = grad.dtype.type(smooth / (classes - 1) if smooth else 0.0)
     hit = grad.dtype.type(1.0 - smooth) - off
-    labels = label.reshape(-1)[:rows * positions]
-    lab = xp.empty(labels.shape, np.int64)
+    lab, read_labels = _int_labels(xp, label, rows * positions)
     lab3 = lab.reshape(rows, 1, positions)
     class_ids = xp.arange(classes).reshape(1, classes, 1)
     hot = xp.empty(grad.shape, bool)
 
     def run(out3):
-        xp.copyto(lab, labels, casting="unsafe")   # truncation, as MXNet's int cast
+        read_labels()
         xp.equal(lab3, class_ids, out=hot)
         if smooth:
             xp.subtract(out3, off, out=grad)
