@@ -436,6 +436,88 @@ def test_pointwise_convolutions_run_as_products(monkeypatch):
         _close(got, want, "pointwise gradient with the data's gradient null")
 
 
+PRODUCT_GRADIENT_CASES = [  # (convolution attributes, data shape, data's grad_req)
+    ({"kernel": (3, 3), "pad": (1, 1), "num_filter": 6}, (2, 4, 5, 5), "write"),
+    ({"kernel": (3, 3), "pad": (1, 1), "stride": (2, 2), "num_filter": 5, "no_bias": True},
+     (3, 4, 7, 6), "write"),
+    ({"kernel": (2, 3), "pad": (0, 2), "dilate": (2, 1), "stride": (1, 2), "num_filter": 3},
+     (2, 3, 6, 7), "null"),
+    ({"kernel": (3, 3), "num_filter": 4, "no_bias": True}, (1, 2, 4, 4), "add"),
+]
+
+
+@pytest.mark.parametrize("kw, shape, data_req", PRODUCT_GRADIENT_CASES)
+def test_weight_gradient_as_one_product_matches_native(kw, shape, data_req, monkeypatch):
+    """A convolution's weight gradient as one MKL product over im2col columns (forced here:
+    every layer, MKL asked for on any CPU) gives the native strategy's gradients, with the
+    data's gradient written, not asked or added to, with and without a bias."""
+    _needs_torch()
+    from graphexec.backends.torchcpu import kernels
+    monkeypatch.setattr(kernels, "mkl_products", lambda: True)
+    monkeypatch.setattr(kernels, "PRODUCT_WEIGHT_GRADIENT_MIN_RATIO", 0)
+    calls = []
+    real = kernels._product_weight_gradient
+    monkeypatch.setattr(kernels, "_product_weight_gradient",
+                        lambda *a: calls.append(a) or real(*a))
+    conv = _S.Convolution(_X, name="c", **kw)
+    results = []
+    for backend in ("NONE", "torch"):
+        reqs = {n: data_req if n == "data" else "write" for n in conv.list_arguments()}
+        exe = conv.simple_bind(gx.cpu(), backend=backend, grad_req=reqs, data=shape)
+        rng = np.random.default_rng(4)
+        for arr in exe.arg_dict.values():
+            arr[...] = rng.standard_normal(arr.shape)
+        if data_req == "add":
+            exe.grad_dict["data"][...] = 1.0
+        exe.forward(is_train=True)
+        exe.backward(rng.standard_normal(exe.outputs[0].shape).astype("f4"))
+        results.append([g.copy() for n, g in exe.grad_dict.items() if reqs[n] != "null"])
+    assert len(calls) == 1
+    for k, (want, got) in enumerate(zip(*results)):
+        _close(got, want, f"{kw} gradient {k}")
+
+
+def test_weight_gradient_as_one_product_of_channels_last_data(monkeypatch):
+    """Inside a network whose maps are stored channels-last, the forced product path reads
+    the data and dY in that layout and still gives the native strategy's numbers; without
+    MKL (:func:`kernels.mkl_products`), or below the ratio, oneDNN's gradient runs."""
+    _needs_torch()
+    from graphexec.backends.torchcpu import kernels, select
+    sym = _S.Activation(_S.Convolution(_X, kernel=(3, 3), pad=(1, 1), num_filter=4, name="c0"),
+                        act_type="relu")
+    sym = _S.Activation(_S.Convolution(sym, kernel=(3, 3), pad=(1, 1), num_filter=5,
+                                       name="c1"), act_type="relu")
+    sym = _S.SoftmaxOutput(_S.FullyConnected(sym, num_hidden=3, name="fc"),
+                           _S.Variable("softmax_label"), name="softmax")
+    shape = (2, 3, 16, 16)  # 256 positions a map: channels-last between the two layers
+    assert shape[2] * shape[3] >= select.DENSE_CHANNELS_LAST_MIN_POSITIONS
+    calls = []
+    real = kernels._product_weight_gradient
+    monkeypatch.setattr(kernels, "_product_weight_gradient",
+                        lambda *a: calls.append(a) or real(*a))
+    from classifier_steps import bind_classifier
+
+    def steps(backend):
+        exe = bind_classifier(sym, backend, shape, seed=6)
+        for _ in range(2):
+            exe.forward(is_train=True)
+            exe.backward()
+        return exe
+    want = steps("NONE")
+    for mkl, ratio, runs in [(False, 0, 0), (True, 10 ** 9, 0), (True, 0, 2)]:
+        monkeypatch.setattr(kernels, "mkl_products", lambda mkl=mkl: mkl)
+        monkeypatch.setattr(kernels, "PRODUCT_WEIGHT_GRADIENT_MIN_RATIO", ratio)
+        calls.clear()
+        got = steps("torch")
+        assert len(calls) == runs, (mkl, ratio)
+        ig = got._plan.graph.indexed
+        c1 = next(i for i, n in enumerate(ig.nodes) if n.name == "c1")
+        assert ig.node_inputs[c1][0] in got._plan.channels_last
+        for name in want.grad_dict:
+            if name != "softmax_label":
+                _close(got.grad_dict[name], want.grad_dict[name], f"gradient of {name}")
+
+
 # the native convolution's paths (backends/default/kernels/conv_fast.py): columns-free
 # offsets (few filters for the channels, stride 1), depthwise, one-group split products
 NATIVE_CONV_CASES = [((2, 8, 9, 11), (3, 3), (1, 1), (1, 1), (1, 1), 3, 1),

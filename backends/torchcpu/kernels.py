@@ -243,9 +243,13 @@ def convolution_backward(call):
     bias_sizes = None if p.no_bias else [p.num_filter]
     args = _conv_args(p)
     pairs = [(k, o) for k, o in enumerate(outs) if mask[k]]
+    geo = conv_geometry(p)
     how = _pointwise(p, [w, *outs[1:]], [og, x, outs[0]])
     if how is not None and not (how == "rows" and x.shape[1] < POINTWISE_ROWS_MIN_CHANNELS):
         return _pointwise_backward(og, x, w, outs, mask, how)
+
+    if mask[1] and _weight_gradient_as_product(p, geo, og, x, outs[1]):
+        return _product_weight_gradient(call, og, x, w, outs, mask, bias_sizes, args)
 
     # channel-first for strided 1x1 layers on channels-last data of fewer than
     # ONEDNN_LAST_MIN_CHANNELS channels: oneDNN's weight gradient through PyTorch 2.x
@@ -256,7 +260,6 @@ def convolution_backward(call):
     # 5.7 against 18.2 ms, 64 channels at 28x28 both gradients 7.9 against 14.7 ms
     # (benchmarks/README.md). Otherwise the arrays as they are: converting dY to the data's
     # layout cost ResNet-18's first layer 20 against 17 ms
-    geo = conv_geometry(p)
     fragile = (x.shape[1] < ONEDNN_LAST_MIN_CHANNELS and all(k == 1 for k in geo.kernel)
                and any(s > 1 for s in geo.stride))
     risky = fragile and _stored_channels_last(x)
@@ -271,6 +274,59 @@ def convolution_backward(call):
         grads = aten.convolution_backward(dy, data, w, bias_sizes, *args, mask)
         for k, o in pairs:
             o.copy_(grads[k])
+    return run
+
+
+#: the fewest weight elements per output position of the batch for which a convolution's
+#: weight gradient runs as one MKL product over im2col columns
+#: (:func:`_product_weight_gradient`): oneDNN's weight gradient keeps a partial weight
+#: gradient per thread and sums them, which dominates where the weights are large and the
+#: maps small. 512 -> 512 channels 3x3 at 4x4, batch 16 (4608 per position): 0.8x oneDNN's
+#: time, at batch 4 0.5x; 256 -> 256 at 4x4 (2304) 1.15x, 512 at 7x7 (3009) 1.09x
+#: (benchmarks/README.md)
+PRODUCT_WEIGHT_GRADIENT_MIN_RATIO = 4096
+
+
+def _weight_gradient_as_product(p, geo, og, x, dw) -> bool:
+    """Whether the 2-D convolution's weight gradient runs as one MKL product
+    (:data:`PRODUCT_WEIGHT_GRADIENT_MIN_RATIO`): Intel CPUs where PyTorch has MKL
+    (:func:`mkl_products`), one group, channel-first layout (the strategy's variants take
+    float32 only)."""
+    if (p.num_group != 1 or len(geo.kernel) != 2 or geo.last or x.dim() != 4
+            or not dw.is_contiguous()):
+        return False
+    positions = og.shape[0] * og.shape[2] * og.shape[3]
+    return dw.numel() >= PRODUCT_WEIGHT_GRADIENT_MIN_RATIO * positions and mkl_products()
+
+
+def _product_weight_gradient(call, og, x, w, outs: list, mask: list, bias_sizes, args):
+    """A convolution's backward with its weight gradient as one product: the data's im2col
+    columns (K = C*kh*kw rows, one column per output position) and dY as (O, positions), dW =
+    dY columns^T straight into the (O, C, kh, kw) gradient; the data's and bias's gradients
+    from oneDNN. Both scratch matrices live in the executor's workspace."""
+    torch = load_torch()
+    aten = torch.ops.aten
+    n, o, ho, wo = og.shape
+    k = w[0].numel()
+    positions = n * ho * wo
+    dtype = call.outputs[1].dtype
+    specs = (((k, n, ho * wo), dtype), ((o, n, ho, wo), dtype))
+    call.workspace.reserve(*specs)
+    dw = outs[1].view(o, k)
+    stride, pad, dilate = args[0], args[1], args[2]
+    kernel = list(w.shape[2:])
+    rest = [mask[0], False, mask[2]]
+    pairs = [(i, outs[i]) for i in (0, 2) if rest[i]]
+
+    def run():
+        cols, dy = (_t(a) for a in call.workspace.arrays(*specs))
+        cols.copy_(torch.nn.functional.unfold(x, kernel, dilate, pad, stride).permute(1, 0, 2))
+        dy.copy_(og.permute(1, 0, 2, 3))
+        torch.mm(dy.view(o, positions), cols.view(k, positions).t(), out=dw)
+        if pairs:
+            grads = aten.convolution_backward(og, x, w, bias_sizes, *args, rest)
+            for i, out in pairs:
+                out.copy_(grads[i])
     return run
 
 
