@@ -348,6 +348,21 @@ def test_variant_matches_native_on_edge_cases(case, monkeypatch):
         _close(got, want, f"{case} result {k}")
 
 
+def _one_step(sym, backend: str, reqs: dict, shape: tuple, seed: int, start_grads=None):
+    """The executor of ``sym`` under ``backend`` after one train step: arguments and the
+    head gradient drawn from N(0, 1) with ``seed``, ``start_grads`` (name -> value) written
+    into gradient arrays first (``add`` requests)."""
+    exe = sym.simple_bind(gx.cpu(), backend=backend, grad_req=reqs, data=shape)
+    rng = np.random.default_rng(seed)
+    for arr in exe.arg_dict.values():
+        arr[...] = rng.standard_normal(arr.shape)
+    for name, value in (start_grads or {}).items():
+        exe.grad_dict[name][...] = value
+    exe.forward(is_train=True)
+    exe.backward(rng.standard_normal(exe.outputs[0].shape).astype("f4"))
+    return exe
+
+
 @pytest.mark.parametrize("mkl", [True, False], ids=["mkl", "openblas"])
 @pytest.mark.parametrize("kw, shape, data_req", [
     ({"num_hidden": 7}, (5, 3, 2, 2), "write"),
@@ -364,14 +379,9 @@ def test_fully_connected_products_match_native(mkl, kw, shape, data_req, monkeyp
     monkeypatch.setattr(kernels, "mkl_products", lambda: mkl)
     fc = _S.FullyConnected(_X, name="fc", **kw)
     results = []
+    reqs = {n: data_req if n == "data" else "write" for n in fc.list_arguments()}
     for backend in ("NONE", "torch"):
-        reqs = {n: data_req if n == "data" else "write" for n in fc.list_arguments()}
-        exe = fc.simple_bind(gx.cpu(), backend=backend, grad_req=reqs, data=shape)
-        rng = np.random.default_rng(2)
-        for arr in exe.arg_dict.values():
-            arr[...] = rng.standard_normal(arr.shape)
-        exe.forward(is_train=True)
-        exe.backward(rng.standard_normal(exe.outputs[0].shape).astype("f4"))
+        exe = _one_step(fc, backend, reqs, shape, seed=2)
         results.append([exe.outputs[0].copy()] + [exe.grad_dict[n].copy() for n in reqs
                                                   if reqs[n] != "null"])
     assert set(_marked(exe).values()) == {"FullyConnected", "_backward_FullyConnected"}
@@ -423,14 +433,8 @@ def test_pointwise_convolutions_run_as_products(monkeypatch):
     conv = _S.Convolution(_X, kernel=(1, 1), num_filter=3, name="c")
     results = []
     for backend in ("NONE", "torch"):
-        exe = conv.simple_bind(gx.cpu(), backend=backend, data=(2, 4, 5, 5),
-                               grad_req={"data": "null", "c_weight": "write",
-                                         "c_bias": "write"})
-        rng = np.random.default_rng(2)
-        for arr in exe.arg_dict.values():
-            arr[...] = rng.standard_normal(arr.shape)
-        exe.forward(is_train=True)
-        exe.backward(rng.standard_normal(exe.outputs[0].shape).astype("f4"))
+        exe = _one_step(conv, backend, {"data": "null", "c_weight": "write", "c_bias": "write"},
+                        (2, 4, 5, 5), seed=2)
         results.append([exe.grad_dict["c_weight"].copy(), exe.grad_dict["c_bias"].copy()])
     for want, got in zip(*results):
         _close(got, want, "pointwise gradient with the data's gradient null")
@@ -461,16 +465,10 @@ def test_weight_gradient_as_one_product_matches_native(kw, shape, data_req, monk
                         lambda *a: calls.append(a) or real(*a))
     conv = _S.Convolution(_X, name="c", **kw)
     results = []
+    reqs = {n: data_req if n == "data" else "write" for n in conv.list_arguments()}
     for backend in ("NONE", "torch"):
-        reqs = {n: data_req if n == "data" else "write" for n in conv.list_arguments()}
-        exe = conv.simple_bind(gx.cpu(), backend=backend, grad_req=reqs, data=shape)
-        rng = np.random.default_rng(4)
-        for arr in exe.arg_dict.values():
-            arr[...] = rng.standard_normal(arr.shape)
-        if data_req == "add":
-            exe.grad_dict["data"][...] = 1.0
-        exe.forward(is_train=True)
-        exe.backward(rng.standard_normal(exe.outputs[0].shape).astype("f4"))
+        exe = _one_step(conv, backend, reqs, shape, seed=4,
+                        start_grads={"data": 1.0} if data_req == "add" else None)
         results.append([g.copy() for n, g in exe.grad_dict.items() if reqs[n] != "null"])
     assert len(calls) == 1
     for k, (want, got) in enumerate(zip(*results)):

@@ -313,7 +313,7 @@ def _product_weight_gradient(call, og, x, w, outs: list, mask: list, bias_sizes,
     specs = (((k, n, ho * wo), dtype), ((o, n, ho, wo), dtype))
     call.workspace.reserve(*specs)
     dw = outs[1].view(o, k)
-    stride, pad, dilate = args[0], args[1], args[2]
+    stride, pad, dilate = args[:3]
     kernel = list(w.shape[2:])
     rest = [mask[0], False, mask[2]]
     pairs = [(i, outs[i]) for i in (0, 2) if rest[i]]
