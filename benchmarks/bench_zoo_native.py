@@ -4,10 +4,13 @@ kernels (``NONE``) and the other strategies named, against MXNet 1.9.1 with
 of the oracle venv, bound once; see common.MXNetWorker). The models are the zoo symbols in
 tests/data/json (224x224, Inception v3 299x299), parameters uniform in +-0.05 on both sides.
 Prints each model's ratio and their geometric mean; the goal: NONE <= 1.2x MXNet on the
-geometric mean, no model over 1.5x.
+geometric mean, no model over 1.5x. ``--calls N`` makes N forwards back to back in each
+turn and reports the first (after the idle pause) and the others' mean (steady state:
+threads awake, caches warm) apart, each with its own geometric mean.
 
 Run: OMP_NUM_THREADS=2 python benchmarks/bench_zoo_native.py --mxnet /path/to/mxvenv/bin/python
      [--models resnet18_v1,mobilenet0.25] [--zoo DIR] [--strategies "NONE;torch"] [--batch 1]
+     [--calls 3]
 """
 from __future__ import annotations
 
@@ -17,16 +20,19 @@ import json
 import math
 import os
 import sys
+import statistics
 import tempfile
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from common import MXNetWorker, alternating_medians  # noqa: E402
+from common import MXNetWorker, alternating_samples  # noqa: E402
 
 import graphexec as gx  # noqa: E402
 
+#: the keys of a turn of several calls: the first, after the idle pause, and the others' mean
+SUFFIXES = ("", " steady")
 ZOO = Path(__file__).resolve().parent.parent / "tests" / "data" / "json"
 
 
@@ -60,15 +66,21 @@ def run(name: str, opts, tmp: str) -> dict:
     fns = {b: bind(sym, shapes, b) for b in opts.strategies.split(";")}
     for fn in fns.values():
         fn()
-    times = alternating_medians(fns, mx, {b: "forward" for b in fns}, opts.repeat)
+    samples = alternating_samples(fns, mx, {b: "forward" for b in fns}, opts.repeat,
+                                  opts.calls)
     if mx:
         mx.close()
-    ref = times.get("mxnet forward")
-    cells = [f"{b} {times[b] * 1e3:8.1f} ms" + (f" ({times[b] / ref:.2f}x)" if ref else "")
-             for b in fns]
-    print(f"  {name:18s} " + "   ".join(cells) +
-          (f"   MXNet {ref * 1e3:8.1f} ms" if ref else ""), flush=True)
-    return {b: times[b] / ref for b in fns} if ref else {}
+    times = {k: statistics.median(v) for k, v in samples.items()}
+    ratios = {}
+    for suffix in SUFFIXES if opts.calls > 1 else ("",):
+        ref = times.get("mxnet forward" + suffix)
+        cells = [f"{b + suffix} {times[b + suffix] * 1e3:8.1f} ms"
+                 + (f" ({times[b + suffix] / ref:.2f}x)" if ref else "") for b in fns]
+        print(f"  {name:18s} " + "   ".join(cells) +
+              (f"   MXNet {ref * 1e3:8.1f} ms" if ref else ""), flush=True)
+        if ref:
+            ratios.update({b + suffix: times[b + suffix] / ref for b in fns})
+    return ratios
 
 
 def main() -> None:
@@ -82,13 +94,19 @@ def main() -> None:
     ap.add_argument("--strategies", default="NONE")
     ap.add_argument("--batch", type=int, default=1)
     ap.add_argument("--repeat", type=int, default=7)
+    ap.add_argument("--calls", type=int, default=1,
+                    help="forwards back to back in each turn: the first is timed right after "
+                         "the idle pause, the others' mean (key 'steady') apart")
     opts = ap.parse_args()
     if opts.models is None:
         opts.models = ",".join(sorted(p.name[len("zoo_"):-len("-symbol.json.gz")]
                                       for p in opts.zoo.glob("zoo_*-symbol.json.gz")))
     opts.threads = int(os.environ.get("OMP_NUM_THREADS", "2"))
+    turns = (f", {opts.calls} calls a turn (first after idle, 'steady': the others back to "
+             f"back)" if opts.calls > 1 else "")
     print(f"Gluon zoo inference, batch {opts.batch}, threads {opts.threads}, median of "
-          f"{opts.repeat}, ratio to MXNet 1.9.1 (MXNET_SUBGRAPH_BACKEND=NONE) in alternation:")
+          f"{opts.repeat}{turns}, ratio to MXNet 1.9.1 (MXNET_SUBGRAPH_BACKEND=NONE) in "
+          f"alternation:")
     ratios: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for name in opts.models.split(","):
