@@ -7,6 +7,7 @@ from graphexec.core.hookspecs import hookimpl
 from .fusion import relu_fusion_pass
 from .kernels import INPLACE, load_all, load_variants
 from .subgraph import make_backend, make_backend_v2
+from .winograd_choice import winograd_choice_pass
 
 __all__ = ["graphexec_register_kernels", "graphexec_register_passes",
            "graphexec_register_subgraph_backends"]
@@ -32,6 +33,9 @@ def graphexec_register_subgraph_backends(register) -> None:
 
 @hookimpl
 def graphexec_register_passes(register) -> None:
-    """The native relu fusion (``fusion.py``), after the gradient pass."""
+    """The native Winograd choice (``winograd_choice.py``), then the native relu fusion
+    (``fusion.py``), after the gradient pass."""
+    register("native_winograd", requires=("shape", "dtype"),
+             stage="after_gradient")(winograd_choice_pass)
     register("native_relu_fusion", requires=("shape", "dtype"),
              stage="after_gradient")(relu_fusion_pass)

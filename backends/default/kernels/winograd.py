@@ -1,8 +1,9 @@
 """Winograd's F(2x2, 3x3) convolution: the ``winograd`` kernel variant of Convolution and its
 backward, for 3x3 convolutions of stride 1 (``core.ops.conv.winograd_tiles``).
 
-Per call: the filters and the input windows are transformed (compiled loops on numba's
-threads, :mod:`.winograd_loops`), 16 matrix products over channels replace the 36 of a
+Per call: the filters and the input windows are transformed (compiled loops,
+:mod:`.winograd_loops`: on numba's threads beside PyTorch's products, on the calling thread
+beside numpy's), 16 matrix products over channels replace the 36 of a
 direct 3x3 convolution per 2x2 output tile (2.25x fewer multiplications), and the products'
 tiles are transformed back. The backward is the adjoint of the same maps (the products
 transposed), written into the gradient arrays. The products run on the batched product the
@@ -95,10 +96,14 @@ def _probes(dtype) -> tuple:
     return _planes(buf, 1, 1, True), _planes(buf, 1, 1, False)
 
 
-def _loops(names: dict, *plane_counts: int):
-    """name -> the compiled loop on as many of numba's threads as there are BLAS threads
-    (one part per thread over the loop's planes), or None when a loop did not compile."""
-    threads = len(thread_split(np, max(plane_counts), 1))
+def _loops(names: dict, product: str | None, *plane_counts: int):
+    """name -> the compiled loop, or None when a loop did not compile. With PyTorch's
+    products (``product`` named) the loops run on as many of numba's threads as there are
+    BLAS threads (one part per thread over the loop's planes); with numpy's (None) on the
+    calling thread: OpenBLAS's workers spin after each product and take the cores numba's
+    threads would need (VGG-11 at batch 1 took 1.16x the plain kernels' time with the loops
+    on two threads, 0.87x on one; benchmarks/README.md)."""
+    threads = len(thread_split(np, max(plane_counts), 1)) if product is not None else 1
     loops = {}
     for key, args in names.items():
         loop = compiled_for(key, *args)
@@ -122,12 +127,13 @@ def convolution_winograd(call):
     x, w, out = stage.read(x), stage.read(w), stage.write(out)
     bias = stage.read(call.inputs[2]) if not call.params.no_bias else np.zeros(k, dt)
     padded, flat = _probes(dt)
+    product_name = call.attrs.get(PRODUCT_ATTR)
     loops = _loops({"winograd_filters": (w, padded),
                     "winograd_input": (x, padded, ph, pw, th, tw),
-                    "winograd_output": (flat, out, bias, th, tw)}, c, k)
+                    "winograd_output": (flat, out, bias, th, tw)}, product_name, c, k)
     if loops is None:
         return KERNELS["Convolution"](call)
-    product = batched_product(call.attrs.get(PRODUCT_ATTR))
+    product = batched_product(product_name)
     scratch = Scratch(call, **_specs(dt, k, c, chunk * th * tw))
     filters, inputs, outputs = (loops["winograd_filters"], loops["winograd_input"],
                                 loops["winograd_output"])
@@ -173,10 +179,11 @@ def convolution_backward_winograd(call):
     if want_w:
         names["winograd_input"] = (x, padded, ph, pw, th, tw)
         names["winograd_filters_adjoint"] = (flat, dw)
-    loops = _loops(names, c, k)
+    product_name = call.attrs.get(PRODUCT_ATTR)
+    loops = _loops(names, product_name, c, k)
     if loops is None:
         return KERNELS["_backward_Convolution"](call)
-    product = batched_product(call.attrs.get(PRODUCT_ATTR))
+    product = batched_product(product_name)
     # one chunk: dU goes into U's buffer once dV is done; several: dU is summed in D, each
     # chunk's part made in T
     extra = ("D", "T") if want_w and chunk < n else ()
