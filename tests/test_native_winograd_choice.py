@@ -2,8 +2,9 @@
 with no strategy (``NONE``), 3x3 stride-1 convolutions with enough channels and output tiles
 (and their backward nodes) run the native ``winograd`` variant, its transforms on the calling
 thread beside numpy's products. Which nodes it takes and which it leaves (small maps at batch
-1, few channels, strides, 1x1 kernels, float16, partitioned graphs, no numba), and that
-outputs and gradients match the plain kernels' within float32 rounding, a real model's too.
+1, few channels, strides, 1x1 kernels, float16, partitioned graphs, GRAPHEXEC_NATIVE_WINOGRAD=0,
+no numba), and that outputs and gradients match the plain kernels' within float32 rounding,
+a real model's too.
 Skips (saying so) without numba."""
 from __future__ import annotations
 
@@ -69,9 +70,13 @@ def test_dtypes():
     assert not _chosen(sym, (2, 16, 8, 8), "float16")
 
 
-def test_strategies_and_missing_numba_leave_it(monkeypatch):
+def test_strategies_the_switch_and_missing_numba_leave_it(monkeypatch):
     sym = _conv(16)
     assert not _chosen(sym, (2, 16, 8, 8), backend="fused")  # a strategy chooses its own
+    monkeypatch.setenv("GRAPHEXEC_NATIVE_WINOGRAD", "0")
+    assert not _chosen(sym, (2, 16, 8, 8))
+    monkeypatch.setenv("GRAPHEXEC_NATIVE_WINOGRAD", "1")
+    assert _chosen(sym, (2, 16, 8, 8))
     monkeypatch.setattr(winograd_choice.importlib.util, "find_spec", lambda name: None)
     assert not _chosen(sym, (2, 16, 8, 8))
 

@@ -7,11 +7,13 @@ per thread. At batch 1, against the plain kernel (benchmarks/README.md): 0.64-0.
 from 196 output tiles up (28x28 maps), 1.15-2.1x below 64 tiles (14x14 and 7x7 maps of
 256-512 channels, where transforming the filters at each call outweighs the products);
 with several images 0.36-0.8x down to 32 tiles; 3 input channels 2.6x. VGG-11 at batch 1
-took 0.86x its time.
+took 0.86x its time. ``GRAPHEXEC_NATIVE_WINOGRAD=0`` (read at every bind) turns the choice
+off.
 """
 from __future__ import annotations
 
 import importlib.util
+import os
 
 import numpy as np
 
@@ -90,8 +92,9 @@ def _wins(p, data: tuple, weight: tuple) -> bool:
 def winograd_choice_pass(graph: Graph) -> Graph:
     """The ``after_gradient`` pass: :func:`winograd_nodes` marked to run the ``winograd``
     variant when no strategy partitioned the graph (``graph`` itself otherwise: a strategy
-    chooses its own kernels)."""
-    if graph.attrs.get("partition_plan") is not None:
+    chooses its own kernels) and GRAPHEXEC_NATIVE_WINOGRAD is not 0."""
+    if (graph.attrs.get("partition_plan") is not None
+            or os.environ.get("GRAPHEXEC_NATIVE_WINOGRAD", "1") == "0"):
         return graph
     chosen = winograd_nodes(graph)
     if not chosen:
