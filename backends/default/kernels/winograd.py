@@ -100,9 +100,9 @@ def _loops(names: dict, product: str | None, *plane_counts: int):
     """name -> the compiled loop, or None when a loop did not compile. With a registered
     product (``product`` named: PyTorch's, under the ``torch`` strategy) the loops run on as
     many of numba's threads as there are BLAS threads (one part per thread over the loop's
-    planes); with numpy's (None) on the calling thread: OpenBLAS's workers spin after each product and take the cores numba's
-    threads would need (VGG-11 at batch 1 took 1.16x the plain kernels' time with the loops
-    on two threads, 0.87x on one; benchmarks/README.md)."""
+    planes); with numpy's (None) on the calling thread: OpenBLAS's workers spin after each
+    product and take the cores numba's threads would need (VGG-11 at batch 1 took 1.16x the
+    plain kernels' time with the loops on two threads, 0.87x on one; benchmarks/README.md)."""
     threads = len(thread_split(np, max(plane_counts), 1)) if product is not None else 1
     loops = {}
     for key, args in names.items():
