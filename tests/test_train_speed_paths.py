@@ -69,6 +69,29 @@ def test_train_steps_match_mxnet(case, backend):
         _close(aux, ARRAYS[f"{case}/aux/{name}"], f"{case} {name} after two steps")
 
 
+def test_native_winograd_steps_match_mxnet(monkeypatch):
+    """Natively (``NONE``), with the default backend's Winograd bounds lowered
+    (backends/default/winograd_choice.py; at the defaults resnet_like's maps are too small),
+    its three 3x3 stride-1 convolutions run the Winograd variant forward and backward, its
+    transforms on the calling thread beside numpy's products, and two train steps still
+    match MXNet's."""
+    pytest.importorskip("numba", reason="the Winograd transforms need numba")
+    from graphexec.backends.default import winograd_choice
+    assert not _marked(_run("resnet_like", "NONE"), "winograd")
+    monkeypatch.setattr(winograd_choice, "NATIVE_WINOGRAD_MIN_CHANNELS", 1)
+    monkeypatch.setattr(winograd_choice, "NATIVE_WINOGRAD_MIN_BATCH_TILES", 1)
+    exe = _run("resnet_like", "NONE")
+    assert set(_marked(exe, "winograd")) == {f"{n}{s}" for n in ("b1a_conv", "b1b_conv",
+                                                                    "b2b_conv")
+                                             for s in ("", "_backward")}
+    _close(exe.outputs[0], ARRAYS["resnet_like/out/0"], "resnet_like output")
+    for name, grad in exe.grad_dict.items():
+        if name != "softmax_label":
+            _close(grad, ARRAYS[f"resnet_like/grad/{name}"], f"resnet_like d{name}")
+    for name, aux in exe.aux_dict.items():
+        _close(aux, ARRAYS[f"resnet_like/aux/{name}"], f"resnet_like {name} after two steps")
+
+
 def test_which_nodes_run_torch_kernels():
     _needs_torch()
     from graphexec.backends.torchcpu import select
