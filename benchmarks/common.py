@@ -7,6 +7,12 @@ import subprocess
 import time
 from typing import Callable
 
+#: the environment the benchmark was started with, before any graphexec plugin adjusted its
+#: own process's (the ``torch`` strategy sets GOMP_SPINCOUNT when it loads PyTorch): MXNet's
+#: workers get this one, whichever model or strategy ran before them (MXNet's libgomp reads
+#: GOMP_SPINCOUNT too)
+USER_ENV = dict(os.environ)
+
 
 def median_time(fn: Callable[[], object], repeat: int = 7, number: int = 1) -> float:
     """Median wall time of ``number`` calls of ``fn``, over ``repeat`` runs, per call."""
@@ -65,7 +71,7 @@ class MXNetWorker:
 
     def __init__(self, python: str, spec: str, threads: int, subgraph_backend: str = "NONE"):
         script = os.path.join(os.path.dirname(__file__), "mxnet_oracle.py")
-        env = {**os.environ, "OMP_NUM_THREADS": str(threads)}
+        env = {**USER_ENV, "OMP_NUM_THREADS": str(threads)}
         env.pop("MXNET_SUBGRAPH_BACKEND", None)
         if subgraph_backend != "default":
             env["MXNET_SUBGRAPH_BACKEND"] = subgraph_backend
