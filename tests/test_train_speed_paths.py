@@ -294,6 +294,27 @@ def test_pytorch_and_numba_share_one_openmp_runtime():
     assert libs == "1", f"{libs} OpenMP runtimes loaded"
 
 
+@pytest.mark.parametrize("user", [{}, {"GOMP_SPINCOUNT": "7"},
+                                  {"OMP_WAIT_POLICY": "PASSIVE"}])
+def test_pytorch_threads_spin_briefly_unless_the_user_says(user):
+    """Loading PyTorch, the strategy sets GOMP_SPINCOUNT to its SPIN_COUNT (30000, about
+    1 ms: 10000 let the threads fall asleep between kernels after an idle pause) unless the
+    user set GOMP_SPINCOUNT or OMP_WAIT_POLICY."""
+    _needs_torch()
+    from graphexec.backends.torchcpu.kernels import SPIN_COUNT
+    assert SPIN_COUNT == "30000"
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY")}
+    script = ("import os\n"
+              "from graphexec.backends.torchcpu.kernels import load_torch\n"
+              "load_torch()\n"
+              "print(os.environ.get('GOMP_SPINCOUNT'))\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         check=True, env={**env, **user}).stdout.split()[-1]
+    want = user.get("GOMP_SPINCOUNT", "None" if user else SPIN_COUNT)
+    assert out == want
+
+
 def test_without_torch_the_strategy_says_so(monkeypatch):
     import builtins
     real = builtins.__import__

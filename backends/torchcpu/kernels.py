@@ -49,17 +49,20 @@ def _kernel(*names: str, inplace: bool = False):
 
 #: how long PyTorch's OpenMP threads spin after a parallel region before they sleep
 #: (libgomp's GOMP_SPINCOUNT; its default is 300000)
-SPIN_COUNT = "10000"
+SPIN_COUNT = "30000"
 
 
 def load_torch():
     """PyTorch, imported on first use. Unless the user set OMP_WAIT_POLICY or
     GOMP_SPINCOUNT, its OpenMP threads spin briefly after each parallel region
-    (``GOMP_SPINCOUNT=10000``, about 0.3 ms here) before they sleep, read when torch is
-    first imported: sleeping at once (``OMP_WAIT_POLICY=PASSIVE``) made every operator wake
-    them (ResNet-18 v1's train step 1.16-1.32x MXNet's against 1.07-1.08x, MobileNet v1 0.25
-    1.07-1.47x against 0.60-0.64x on a quiet machine), while libgomp's default spin (~10 ms)
-    cost 2-4x where other work shares the cores (benchmarks/README.md)."""
+    (``GOMP_SPINCOUNT=30000``, about 1 ms) before they sleep, read when torch is first
+    imported: sleeping at once (``OMP_WAIT_POLICY=PASSIVE``) made every operator wake them
+    (ResNet-18 v1's train step 1.16-1.32x MXNet's against 1.07-1.08x, MobileNet v1 0.25
+    1.07-1.47x against 0.60-0.64x on a quiet machine), and so did 10000 right after an idle
+    pause on a virtual machine whose sleeping threads wake slowly (MobileNet's step 57.7
+    against 18.6 ms with 30000, ResNet-18's 184 against 165 ms; back to back alike), while
+    libgomp's default spin (~10 ms) cost 2-4x where other work shares the cores
+    (benchmarks/README.md)."""
     if "OMP_WAIT_POLICY" not in os.environ:
         os.environ.setdefault("GOMP_SPINCOUNT", SPIN_COUNT)
     _share_openmp_runtime()
