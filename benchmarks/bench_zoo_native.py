@@ -20,14 +20,13 @@ import json
 import math
 import os
 import sys
-import statistics
 import tempfile
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from common import MXNetWorker, alternating_samples  # noqa: E402
+from common import MXNetWorker, alternating_medians  # noqa: E402
 
 import graphexec as gx  # noqa: E402
 
@@ -66,11 +65,9 @@ def run(name: str, opts, tmp: str) -> dict:
     fns = {b: bind(sym, shapes, b) for b in opts.strategies.split(";")}
     for fn in fns.values():
         fn()
-    samples = alternating_samples(fns, mx, {b: "forward" for b in fns}, opts.repeat,
-                                  opts.calls)
+    times = alternating_medians(fns, mx, {b: "forward" for b in fns}, opts.repeat, opts.calls)
     if mx:
         mx.close()
-    times = {k: statistics.median(v) for k, v in samples.items()}
     ratios = {}
     for suffix in SUFFIXES if opts.calls > 1 else ("",):
         ref = times.get("mxnet forward" + suffix)

@@ -136,9 +136,9 @@ def alternating_samples(fns: dict[str, Callable[[], object]], worker: "MXNetWork
 
 
 def alternating_medians(fns: dict[str, Callable[[], object]], worker: "MXNetWorker | None",
-                        kinds: dict[str, str], repeat: int) -> dict[str, float]:
+                        kinds: dict[str, str], repeat: int, calls: int = 1) -> dict[str, float]:
     """Median seconds of each key of :func:`alternating_samples`."""
-    samples = alternating_samples(fns, worker, kinds, repeat)
+    samples = alternating_samples(fns, worker, kinds, repeat, calls)
     return {k: statistics.median(v) for k, v in samples.items()}
 
 

@@ -61,3 +61,29 @@ def test_group2ctx_errors():
 def test_unknown_group_stays_on_default_context():
     exe = _run(_two_group_net(), {"other": gx.cpu(3)})
     assert set(exe._plan.graph.attrs["context"]) == {gx.cpu(0)}
+
+
+def test_host_nodes_and_forward_nodes():
+    """``host_nodes`` (the passes' view of placement): per node by the assigned contexts
+    where group2ctx placed them, else by the bind's default context; a graph with no context
+    at all is on the host. ``IndexedGraph.forward_node``: a gradient node's forward node."""
+    from graphexec.core.ir.graph import Graph
+    from graphexec.core.passes.assign_context import host_nodes
+    exe = _run(_two_group_net(), {"dev1": gx.cpu(0), "dev2": gx.cpu(1)})
+    graph = exe._plan.graph
+    ig = graph.indexed
+    n = len(ig.nodes)
+    assert host_nodes(graph) == [True] * n
+    # dev2 on a GPU instead (no GPU needed: the contexts are only read)
+    gpu = [gx.gpu(0) if c == gx.cpu(1) else c for c in graph.attrs["context"]]
+    host = dict(zip([node.name for node in ig.nodes],
+                    host_nodes(graph.with_attrs(context=gpu))))
+    assert host["h"] and not host["s"] and not host["y"]
+    assert host_nodes(Graph(graph.outputs, {"default_ctx": gx.gpu(0)}, ig)) == [False] * n
+    assert host_nodes(Graph(graph.outputs, {"default_ctx": gx.cpu()}, ig)) == [True] * n
+    assert host_nodes(Graph(graph.outputs, {}, ig)) == [True] * n
+    names = [node.name for node in ig.nodes]
+    backward = {names[i]: names[ig.forward_node(i)] for i in range(n)
+                if ig.forward_node(i) is not None}
+    assert backward["s_backward"] == "s" and backward["h_backward"] == "h"
+    assert all(ig.forward_node(names.index(k)) is None for k in ("x", "h", "s"))

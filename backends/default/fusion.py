@@ -16,6 +16,7 @@ import numpy as np
 
 from graphexec.core.ir.graph import Graph
 from graphexec.core.passes import plan_memory
+from graphexec.core.passes.assign_context import host_nodes
 from graphexec.core.runtime.kernels import KERNEL_ATTR, MONITORED_KERNEL_ATTR
 
 from .kernels.base import NATIVE_RELU_FUSED
@@ -36,13 +37,11 @@ def relu_pairs(graph: Graph) -> list[tuple[int, int]]:
     readers = ig.entry_readers()
     outputs = set(ig.outputs)
     shapes, dtypes = graph.attrs["shape"], graph.attrs["dtype"]
-    contexts = graph.attrs.get("context")  # per node where the bind assigns devices
-    default = graph.attrs.get("default_ctx")
-    if contexts is None and default is not None and default.device_type != "cpu":
-        return []  # the variants are host kernels
+    host = host_nodes(graph)  # the variants are host kernels
     pairs = []
     for producer, node in enumerate(ig.nodes):
-        if node.op is None or node.op.name not in PRODUCERS or KERNEL_ATTR in node.attrs:
+        if (node.op is None or node.op.name not in PRODUCERS or KERNEL_ATTR in node.attrs
+                or not host[producer]):
             continue
         out = ig.row_ptr[producer]
         if (out in outputs or len(readers[out]) != 1 or shapes[out] is None
@@ -52,10 +51,7 @@ def relu_pairs(graph: Graph) -> list[tuple[int, int]]:
         relu = readers[out][0]
         act = ig.nodes[relu]
         if (act.op is None or act.op.name != "Activation" or act.params.act_type != "relu"
-                or KERNEL_ATTR in act.attrs):
-            continue
-        if contexts is not None and any(contexts[n].device_type != "cpu"
-                                        for n in (producer, relu)):
+                or KERNEL_ATTR in act.attrs or not host[relu]):
             continue
         pairs.append((producer, relu))
     return pairs

@@ -19,6 +19,7 @@ import numpy as np
 
 from graphexec.core.ir.graph import Graph
 from graphexec.core.ops.conv import winograd_tiles
+from graphexec.core.passes.assign_context import host_nodes
 from graphexec.core.runtime.kernels import KERNEL_ATTR
 
 from .kernels.winograd import WINOGRAD
@@ -51,19 +52,13 @@ def winograd_nodes(graph: Graph) -> set[int]:
         return set()
     ig = graph.indexed
     shapes, dtypes = graph.attrs["shape"], graph.attrs["dtype"]
-    contexts = graph.attrs.get("context")  # per node where the bind assigns devices
-    default = graph.attrs.get("default_ctx")
-    if contexts is None and default is not None and default.device_type != "cpu":
-        return set()
+    host = host_nodes(graph)  # the variant is a host kernel
     chosen: set[int] = set()
     for nid, node in enumerate(ig.nodes):
-        if node.op is None or KERNEL_ATTR in node.attrs:
-            continue
-        if contexts is not None and contexts[nid].device_type != "cpu":
+        if node.op is None or KERNEL_ATTR in node.attrs or not host[nid]:
             continue
         if node.op.name == "_backward_Convolution":
-            fwd = node.control_deps[0] if node.control_deps else None
-            if fwd is not None and ig.node_id.get(id(fwd)) in chosen:
+            if ig.forward_node(nid) in chosen:
                 chosen.add(nid)
             continue
         if node.op.name != "Convolution":

@@ -347,9 +347,9 @@ def torch_kernels_pass(graph: Graph) -> Graph:
         if contexts is not None and contexts[nid].device_type != "cpu":
             continue
         if node.op.name.startswith("_backward_"):
-            fwd = node.control_deps[0] if node.control_deps else None
-            if fwd is not None and ig.node_id.get(id(fwd)) in chosen:
-                chosen[nid] = chosen[ig.node_id[id(fwd)]]
+            fwd = ig.forward_node(nid)
+            if fwd in chosen:
+                chosen[nid] = chosen[fwd]
             continue
         ins = [tuple(shapes[e]) if shapes[e] is not None else None for e in ig.node_inputs[nid]]
         outs = range(ig.row_ptr[nid], ig.row_ptr[nid + 1])
@@ -449,9 +449,8 @@ def batch_norm_relu_nodes(graph: Graph, chosen: dict[int, str], layout: set[int]
     ig = graph.indexed
     readers = ig.entry_readers()
     outputs = set(ig.outputs)
-    backward = {ig.node_id[id(node.control_deps[0])]: nid for nid, node in enumerate(ig.nodes)
-                if node.op is not None and node.op.name.startswith("_backward_")
-                and node.control_deps and id(node.control_deps[0]) in ig.node_id}
+    backward = {fwd: nid for nid, fwd in ((n, ig.forward_node(n)) for n in range(len(ig.nodes)))
+                if fwd is not None}
 
     def only_reader(e: int) -> int | None:
         return readers[e][0] if len(readers[e]) == 1 and e not in outputs else None

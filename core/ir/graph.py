@@ -155,6 +155,14 @@ class IndexedGraph:
             nid += 1
         return nid, eid - self.row_ptr[nid]
 
+    def forward_node(self, nid: int) -> int | None:
+        """The id of the forward node whose gradient node ``nid`` is (a ``_backward_`` node's
+        first control dependency, as the gradient pass links them), or None."""
+        node = self.nodes[nid]
+        if node.op is None or not node.op.name.startswith("_backward_") or not node.control_deps:
+            return None
+        return self.node_id.get(id(node.control_deps[0]))
+
     def entry_readers(self) -> list[list[int]]:
         """For each entry id, the ids of the nodes that read it (once per input slot)."""
         if self._readers is None:

@@ -17,7 +17,18 @@ from ..ir.graph import Entry, Graph, Node
 from ..ops.registry import get_op
 from .manager import register_pass
 
-__all__ = ["assign_context_pass", "check_group2ctx", "variable_context"]
+__all__ = ["assign_context_pass", "check_group2ctx", "host_nodes", "variable_context"]
+
+
+def host_nodes(graph: Graph) -> list[bool]:
+    """For each node of ``graph``, whether it runs on the host: by its ``context`` where the
+    bind assigned devices (group2ctx), else by the bind's ``default_ctx`` (the host when
+    there is none)."""
+    contexts = graph.attrs.get("context")
+    if contexts is not None:
+        return [ctx.device_type == "cpu" for ctx in contexts]
+    default = graph.attrs.get("default_ctx")
+    return [default is None or default.device_type == "cpu"] * len(graph.indexed.nodes)
 
 
 @register_pass("assign_context", requires=("default_ctx", "group2ctx"))

@@ -178,11 +178,8 @@ class ExecPlan:
         """Whose kernel state node ``nid`` uses: a backward node shares its forward node's
         (its first control dependency), as MXNet's stateful operators share one state object
         between forward and backward: what a forward keeps for its backward lives there."""
-        ig = self.graph.indexed
-        node = ig.nodes[nid]
-        if node.op.name.startswith("_backward_") and node.control_deps:
-            return ig.node_id.get(id(node.control_deps[0]), nid)
-        return nid
+        fwd = self.graph.indexed.forward_node(nid)
+        return nid if fwd is None else fwd
 
     # -- running ------------------------------------------------------------------------------
     def run(self, is_train: bool, segment: str = "forward") -> None:
