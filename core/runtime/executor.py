@@ -16,6 +16,7 @@ from ..plugins import plugin_manager
 from ..symbol.debug_str import graph_debug_str
 from ..symbol.symbol import Symbol, check_unique_names, copy_graph
 from . import frozen, sharing
+from .blas_affinity import workers_apart
 from .guard import exclusive, new_guard
 from .kernels import KERNEL_ATTR
 from .pipeline import build_graph
@@ -155,25 +156,31 @@ class Executor:
 
     def _run(self, segment: str, is_train: bool) -> None:
         if not self._observed:
-            self._plan.run(is_train, segment)
+            self._run_plan(is_train, segment)
             return
         start = time.perf_counter()
-        self._plan.run(is_train, segment)
+        self._run_plan(is_train, segment)
         plugin_manager().notify("graphexec_executor_run", executor=self, segment=segment,
                                 is_train=is_train, seconds=time.perf_counter() - start)
+
+    def _run_plan(self, is_train: bool, segment: str) -> None:
+        """One run of the plan, OpenBLAS's workers off this thread's core after an idle
+        pause (:mod:`.blas_affinity`)."""
+        with workers_apart():
+            self._plan.run(is_train, segment)
 
     def _replay_forward(self) -> None:
         """Recompute the forward values a previous backward overwrote (the memory plan lets
         backward reuse them, as MXNet's does), drawing the same random numbers as the original
         forward so Dropout masks match; the generator then continues where it was."""
         if not self._plan.forward_draws or not self._last_forward_trained:
-            self._plan.run(self._last_forward_trained, "forward")
+            self._run_plan(self._last_forward_trained, "forward")
             return
         gen = generator()
         current = gen.bit_generator.state
         gen.bit_generator.state = self._forward_rng_state
         try:
-            self._plan.run(True, "forward")
+            self._run_plan(True, "forward")
         finally:
             gen.bit_generator.state = current
 

@@ -28,6 +28,7 @@ from graphexec.core.ir.random import generator
 from graphexec.core.ops.common import known
 from graphexec.core.ops.registry import OpDef, get_op
 from graphexec.core.passes.inference import run_inference
+from graphexec.core.runtime.blas_affinity import workers_apart
 from graphexec.core.runtime.kernels import KernelCall, Workspace, kernel_registry
 from graphexec.core.symbol.op_args import split_call
 from graphexec.core.symbol.symbol import Symbol, Variable, create_op_symbol
@@ -99,7 +100,8 @@ class OneNodePlan:
         call = KernelCall(node.name, self.op.name, node.params, inputs, outputs,
                           ["write"] * len(outputs), ctx.xp, ctx, is_train, {}, generator(),
                           node.attrs, None, _workspace(ctx), [True] * len(inputs))
-        self.factory(call)()
+        with workers_apart():  # as an executor's run (core/runtime/blas_affinity.py)
+            self.factory(call)()
 
 
 def _workspace(ctx: Context) -> Workspace:
