@@ -101,7 +101,9 @@ def _library() -> _OpenBLAS | None:
     if sched_getcpu is None:
         return None
     sched_getcpu.restype = ctypes.c_int
-    for lib in _blas_libs():
+    # numpy's own copy first where several OpenBLAS libraries are loaded (scipy's wheels
+    # bring another)
+    for lib in sorted(_blas_libs(), key=lambda lib: "numpy" not in str(lib.filepath)):
         if lib.internal_api != "openblas" or getattr(lib, "threading_layer", "") != "pthreads":
             continue
         dynlib = getattr(lib, "dynlib", None)
