@@ -112,6 +112,11 @@ def alternating_samples(fns: dict[str, Callable[[], object]], worker: "MXNetWork
     """Seconds of each graphexec function and, with a worker, of MXNet's call of the kind
     ``kinds`` names for it (key ``mxnet <kind>``), ``repeat`` rounds taken in turn, each
     turn after :data:`SETTLE` idle seconds: sample ``i`` of every key is from round ``i``.
+    Each round starts with MXNet's turns, then graphexec's functions in an order that
+    rotates from round to round: the turn right after the MXNet worker's ran about 3% slower
+    whichever it was (a ResNet-18 train step), so that each function takes that place as
+    often as the others (a fixed order had favoured the later ones by 3%; rotating MXNet's
+    turn with them still by 1.6%).
     A turn makes ``calls`` calls back to back: the keys above time the first (right after
     the idle seconds); with ``calls`` > 1 the key ``<key> steady`` holds the mean of the
     others in each round (a loop's steady state: threads awake, caches holding its data)."""
@@ -126,12 +131,13 @@ def alternating_samples(fns: dict[str, Callable[[], object]], worker: "MXNetWork
         times[key].append(got[0])
         if calls > 1:
             times[f"{key} steady"].append(statistics.mean(got[1:]))
-    for _ in range(repeat):
-        for name, fn in fns.items():
-            turn(name, timed(fn))
-        if worker is not None:
-            for kind in sorted(set(kinds.values())):
-                turn(f"mxnet {kind}", lambda kind=kind: worker.time(kind))
+    ours = [(name, timed(fn)) for name, fn in fns.items()]
+    theirs = [(f"mxnet {kind}", lambda kind=kind: worker.time(kind))
+              for kind in sorted(set(kinds.values()))] if worker is not None else []
+    for r in range(repeat):
+        shift = r % len(ours)
+        for key, call in theirs + ours[shift:] + ours[:shift]:
+            turn(key, call)
     return times
 
 
