@@ -212,3 +212,31 @@ def test_imperative_ndarray_calls_go_through_it(fake):
     out = gx.nd.dot(a, a.T)
     np.testing.assert_array_equal(out.asnumpy(), [[5, 14], [14, 50]])
     assert during == [{0}, {0, 1}]  # placed for the call, then given back
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_fork_while_another_thread_holds_the_lock_leaves_the_child_a_free_one():
+    import threading
+    held, release = threading.Event(), threading.Event()
+
+    def hold():
+        with ba._PLACEMENT.lock:
+            held.set()
+            release.wait(10)
+    holder = threading.Thread(target=hold)
+    holder.start()
+    held.wait(10)
+    try:
+        pid = os.fork()
+        if pid == 0:  # the child: the lock must be free, and a run must go through
+            ok = ba._PLACEMENT.lock.acquire(timeout=5)
+            if ok:
+                ba._PLACEMENT.lock.release()
+                with ba.workers_apart():
+                    pass
+            os._exit(0 if ok else 1)
+        _, status = os.waitpid(pid, 0)
+    finally:
+        release.set()
+        holder.join()
+    assert os.waitstatus_to_exitcode(status) == 0

@@ -178,6 +178,17 @@ class _Placement:
 _PLACEMENT = _Placement()
 
 
+def _after_fork_in_child() -> None:
+    """A fork while another thread held the lock would leave it held in the child: a new
+    lock there (the child's OpenBLAS restarts its own workers; the placement's count and
+    saved affinities stay, as the forking thread may be inside a run)."""
+    _PLACEMENT.lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 class _Apart:
     __slots__ = ()
 
