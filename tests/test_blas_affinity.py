@@ -18,10 +18,14 @@ class FakeLibrary:
     """The calls blas_affinity makes, recorded: ``workers`` worker threads allowed on
     ``cpus``, the calling thread on ``here``."""
 
-    def __init__(self, workers=1, cpus=(0, 1), here=0, refuse=()):
+    def __init__(self, workers=1, cpus=(0, 1), here=0, refuse=(), running=True):
         self.aff = {i: set(cpus) for i in range(workers)}
         self.workers, self.here, self.refuse = workers, here, set(refuse)
         self.calls: list = []
+        self.up = running
+
+    def running(self):
+        return self.up
 
     def threads(self):
         return self.workers + 1
@@ -98,6 +102,7 @@ def test_switched_off_by_the_environment(fake, monkeypatch):
 
 
 @pytest.mark.parametrize("kw", [
+    {"running": False},                # no workers running (after a fork, until used)
     {"workers": 0},                    # one BLAS thread: no workers
     {"cpus": (3,), "here": 3},         # a worker allowed only on the caller's CPU
     {"cpus": (1, 2), "here": 0},       # the caller's CPU is not the worker's already
@@ -181,6 +186,7 @@ def test_numpys_openblas_workers_move_and_come_back(monkeypatch):
     monkeypatch.setattr(ba, "_PLACEMENT", ba._Placement())
     allowed = os.sched_getaffinity(0)
     here = min(allowed)
+    np.dot(np.ones((300, 300)), np.ones((300, 300)))  # workers running (a fork stops them)
     before = _task_affinities()
     os.sched_setaffinity(0, {here})  # the calling thread stays on one CPU for the check
     try:
@@ -240,3 +246,27 @@ def test_a_fork_while_another_thread_holds_the_lock_leaves_the_child_a_free_one(
         release.set()
         holder.join()
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+@pytest.mark.skipif(_real() is None or not hasattr(os, "fork"),
+                    reason="needs Linux, numpy's OpenBLAS (pthreads) on two threads or more, "
+                           "two CPUs and os.fork")
+def test_after_a_fork_nothing_is_placed_until_openblas_starts_its_workers(monkeypatch):
+    lib = _real()
+    monkeypatch.delenv(ba.ENV, raising=False)
+    monkeypatch.setattr(ba, "_PLACEMENT", ba._Placement())
+    pid = os.fork()  # OpenBLAS stops its workers in this process too
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+    assert not lib.running()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # their old handles are not touched: no failure
+        with ba.workers_apart():
+            assert ba._PLACEMENT.saved == []
+    np.dot(np.ones((300, 300)), np.ones((300, 300)))  # new workers
+    assert lib.running()
+    ba._PLACEMENT.last_end = float("-inf")
+    with ba.workers_apart():
+        assert len(ba._PLACEMENT.saved) == lib.threads() - 1
+    assert not ba._PLACEMENT.broken

@@ -16,8 +16,10 @@ How: when a run starts IDLE_SECONDS or more after the previous run ended, each a
 is restricted to its allowed CPUs minus the one the calling thread is on; when the run ends,
 each gets back the affinity it had. Runs back to back touch nothing (their workers are awake
 where they are). Nested or concurrent runs share one placement: the first run in places the
-workers, the last out restores them. ``GRAPHEXEC_BLAS_AFFINITY=0`` (read at each placement)
-turns it off. Nothing happens elsewhere than on Linux, with a BLAS other than OpenBLAS, with
+workers, the last out restores them. Right after a fork OpenBLAS has no workers (its atfork
+handler stops them, in the parent too, until its next threaded call starts new ones): such
+a run places nothing. ``GRAPHEXEC_BLAS_AFFINITY=0`` (read at each placement) turns it off.
+Nothing happens elsewhere than on Linux, with a BLAS other than OpenBLAS, with
 OpenBLAS's OpenMP build (whose ``openblas_setaffinity`` only prints a message), with one
 BLAS thread, or with one allowed CPU. If placing fails (the library refuses), a
 RuntimeWarning says so once and the mechanism stays off for the process: the run itself
@@ -79,6 +81,13 @@ class _OpenBLAS:
             fn.restype = ctypes.c_int
         self.threads = get_threads
         self.cpu = sched_getcpu
+        #: OpenBLAS's flag that its workers run: a fork shuts them down (its atfork
+        #: handler, in the parent too) until the next threaded call starts new ones, and
+        #: their old handles must not be touched meanwhile
+        self.server = ctypes.c_int.in_dll(dynlib, "blas_server_avail")
+
+    def running(self) -> bool:
+        return self.server.value != 0
 
     def affinity(self, idx: int) -> set[int] | None:
         mask = _Mask()
@@ -107,8 +116,8 @@ def _library() -> _OpenBLAS | None:
         if lib.internal_api != "openblas" or getattr(lib, "threading_layer", "") != "pthreads":
             continue
         dynlib = getattr(lib, "dynlib", None)
-        if dynlib is None or not all(hasattr(dynlib, f"openblas_{op}affinity")
-                                     for op in ("set", "get")):
+        if dynlib is None or not all(hasattr(dynlib, name) for name in (
+                "openblas_setaffinity", "openblas_getaffinity", "blas_server_avail")):
             continue
         return _OpenBLAS(dynlib, lambda lib=lib: lib.num_threads, sched_getcpu)
     return None
@@ -141,7 +150,7 @@ class _Placement:
         if self.broken or os.environ.get(ENV, "1") == "0":
             return
         lib = _library()
-        if lib is None:
+        if lib is None or not lib.running():  # no workers (after a fork: none until used)
             return
         workers = lib.threads() - 1
         if workers < 1:
