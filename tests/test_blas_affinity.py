@@ -178,8 +178,12 @@ def _task_affinities() -> dict[int, str]:
     return found
 
 
-@pytest.mark.skipif(_real() is None, reason="needs Linux, numpy's OpenBLAS (pthreads) on two "
-                                             "threads or more and two CPUs")
+needs_openblas = pytest.mark.skipif(
+    _real() is None or not hasattr(os, "fork"),
+    reason="needs Linux, numpy's OpenBLAS (pthreads) on two threads or more, two CPUs, os.fork")
+
+
+@needs_openblas
 def test_numpys_openblas_workers_move_and_come_back(monkeypatch):
     lib = _real()
     monkeypatch.delenv(ba.ENV, raising=False)
@@ -248,9 +252,7 @@ def test_a_fork_while_another_thread_holds_the_lock_leaves_the_child_a_free_one(
     assert os.waitstatus_to_exitcode(status) == 0
 
 
-@pytest.mark.skipif(_real() is None or not hasattr(os, "fork"),
-                    reason="needs Linux, numpy's OpenBLAS (pthreads) on two threads or more, "
-                           "two CPUs and os.fork")
+@needs_openblas
 def test_after_a_fork_nothing_is_placed_until_openblas_starts_its_workers(monkeypatch):
     lib = _real()
     monkeypatch.delenv(ba.ENV, raising=False)

@@ -4,12 +4,12 @@ an idle pause (Linux, numpy's OpenBLAS with its own pthreads).
 Why: OpenBLAS's workers fall asleep after about 0.1 s without work. The next threaded
 product wakes them, and after an idle pause the kernel's scheduler may put a woken worker
 on the core of the thread that woke it (on a 2-core VM with another process running between
-our calls: 35-45% of the first forwards after a 0.3 s pause). OpenBLAS's threads wait for
+our calls: 32-52% of the first forwards after a 0.3 s pause). OpenBLAS's threads wait for
 each other inside a product by calling ``sched_yield`` in a loop, so two of them on one core
 hardly progress until the load balancer moves one (~10 ms): SqueezeNet 1.1's 7 ms forward
 took 16-23 ms, ResNet-18's 26 ms one 35-37 ms. Threads that sleep while they wait (ours,
 OpenMP's) just run in turn. With the workers' affinity excluding the caller's core for the
-run, none of 90 such forwards stalled (benchmarks/README.md).
+run, none of 75 such forwards stalled, against 30 of 75 without (benchmarks/README.md).
 
 How: when a run starts IDLE_SECONDS or more after the previous run ended, each active worker
 (``openblas_setaffinity``'s indices 0 .. threads-2; the last index is the calling thread)
@@ -133,13 +133,13 @@ class _Placement:
         self.saved: list[tuple[int, set[int]]] = []
         self.broken = False
 
-    def enter(self) -> None:
+    def __enter__(self) -> None:
         with self.lock:
             self.depth += 1
             if self.depth == 1 and time.perf_counter() - self.last_end >= IDLE_SECONDS:
                 self._place()
 
-    def exit(self) -> None:
+    def __exit__(self, *exc) -> None:
         with self.lock:
             self.depth -= 1
             if self.depth == 0:
@@ -160,10 +160,9 @@ class _Placement:
             before = lib.affinity(idx)
             if before is None:
                 return self._fail(f"openblas_getaffinity({idx}) failed")
-            apart = before - {here}
-            if not apart or apart == before:
+            if here not in before or before == {here}:  # already apart, or nowhere else
                 continue
-            if not lib.place(idx, apart):
+            if not lib.place(idx, before - {here}):
                 return self._fail(f"openblas_setaffinity({idx}) failed")
             self.saved.append((idx, before))
 
@@ -181,7 +180,7 @@ class _Placement:
         self._restore()
         warnings.warn(f"OpenBLAS's worker threads could not be kept off the calling thread's "
                       f"core ({what}); runs go on without it (set {ENV}=0 to skip trying)",
-                      RuntimeWarning, stacklevel=4)
+                      RuntimeWarning, stacklevel=4)  # the run's with
 
 
 _PLACEMENT = _Placement()
@@ -198,20 +197,7 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-class _Apart:
-    __slots__ = ()
-
-    def __enter__(self) -> None:
-        _PLACEMENT.enter()
-
-    def __exit__(self, *exc) -> None:
-        _PLACEMENT.exit()
-
-
-_APART = _Apart()
-
-
-def workers_apart() -> _Apart:
+def workers_apart() -> _Placement:
     """A context for one run of an executor: after an idle pause, OpenBLAS's worker threads
     stay off the calling thread's core until the run (the outermost, if nested) ends."""
-    return _APART
+    return _PLACEMENT
